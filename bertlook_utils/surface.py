@@ -1,0 +1,142 @@
+"""Surface statistics of attention heads (Clark et al. 2019, §3; SPEC §4.1 and §4.3).
+
+Per head and per input, the mean over from-tokens of the attention mass to: itself (`self`), the previous
+token (`prev`), the next token (`next`), [CLS] (`cls`), any [SEP] (`sep`), the tokens "." and "," (`punct`);
+`sep_sep` = mass from [SEP] rows to [SEP] columns averaged over [SEP] rows, `rest_sep` = the same from
+every other row. `prev` / `next` average over the tokens that have such a neighbour. Entropy: rows
+smoothed `0.9999 a + 0.0001 / n`, entropy in nats averaged over rows (`entropy`) and of the [CLS] row
+(`cls_entropy`); `uniform` = log n, the entropy of a head that spreads evenly. Every input weighs the
+same in the mean over inputs, as in Clark's code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .extract import Batch, KeepExamples, Reducer, reduce
+from .models import Encoded, Encoder
+
+TOKEN_COLUMNS = ("self", "prev", "next", "cls", "sep", "sep_sep", "rest_sep", "punct")
+ENTROPY_COLUMNS = ("entropy", "cls_entropy", "uniform")
+SMOOTHING = 1e-4
+
+
+def head_frame(values: dict[str, np.ndarray]) -> pd.DataFrame:
+    """One row per head, `layer` and `head` 1-indexed, one column per [L, H] array in `values`."""
+    n_layers, n_heads = next(iter(values.values())).shape
+    layer, head = np.meshgrid(np.arange(1, n_layers + 1), np.arange(1, n_heads + 1), indexing="ij")
+    frame = {"layer": layer.ravel(), "head": head.ravel()}
+    frame.update({k: np.asarray(v, dtype=float).ravel() for k, v in values.items()})
+    return pd.DataFrame(frame)
+
+
+class _MeanOverInputs(Reducer):
+    """Accumulates per-input [L, H] statistics and averages them over inputs."""
+
+    columns: Sequence[str] = ()
+
+    def __init__(self):
+        self.sums: dict[str, np.ndarray] = {}
+        self.count = 0
+
+    def add(self, per_input: dict[str, torch.Tensor]) -> None:
+        """per_input: name -> [B, L, H] statistics of one batch."""
+        for name, value in per_input.items():
+            total = value.double().sum(0).numpy()
+            self.sums[name] = self.sums.get(name, 0) + total
+        self.count += next(iter(per_input.values())).shape[0]
+
+    def result(self) -> dict[str, np.ndarray]:
+        if not self.count:
+            raise ValueError(f"{self.name}: no inputs were seen")
+        return {name: self.sums[name] / self.count for name in self.columns}
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.sums, self.count = dict(result), 1
+
+    def frame(self) -> pd.DataFrame:
+        return head_frame(self.result())
+
+
+class TokenStats(_MeanOverInputs):
+    """Streaming `token_stats`: attention to positions and to special tokens, per head."""
+
+    name = "token_stats"
+    columns = TOKEN_COLUMNS
+
+    def update(self, batch: Batch) -> None:
+        attn, valid = batch.attn, batch.valid.float()  # [B, L, H, T, T], [B, T]
+        n = batch.lengths.double()[:, None, None]
+        neighbours = valid[:, 1:]  # pairs (i, i+1) inside the input
+        n_pairs = neighbours.sum(1)[:, None, None].clamp(min=1)
+        self_ = (attn.diagonal(0, -2, -1) * valid[:, None, None]).sum(-1) / n
+        next_ = (attn.diagonal(1, -2, -1) * neighbours[:, None, None]).sum(-1) / n_pairs
+        prev_ = (attn.diagonal(-1, -2, -1) * neighbours[:, None, None]).sum(-1) / n_pairs
+        targets = torch.stack([batch.is_cls, batch.is_sep, batch.is_punct], -1).float()  # [B, T, 3]
+        mass = attn @ targets[:, None, None]  # [B, L, H, T, 3]: each row's mass on each kind of target
+        sep_rows = batch.is_sep.float()
+        rest_rows = valid - sep_rows
+        rows = torch.stack([valid, sep_rows, rest_rows], -1)  # [B, T, 3] row selections
+        row_mean = rows / rows.sum(1, keepdim=True).clamp(min=1)
+        by_rows = torch.einsum("blhtk,btr->blhkr", mass, row_mean)  # [B, L, H, target, rows]
+        self.add({"self": self_, "prev": prev_, "next": next_,
+                  "cls": by_rows[..., 0, 0], "sep": by_rows[..., 1, 0], "punct": by_rows[..., 2, 0],
+                  "sep_sep": by_rows[..., 1, 1], "rest_sep": by_rows[..., 1, 2]})
+
+
+class EntropyStats(_MeanOverInputs):
+    """Streaming `entropy_stats`: mean row entropy, [CLS]-row entropy and the uniform reference, per head."""
+
+    name = "entropy_stats"
+    columns = ENTROPY_COLUMNS
+
+    def update(self, batch: Batch) -> None:
+        attn, valid = batch.attn, batch.valid  # [B, L, H, T, T], [B, T]
+        n = batch.lengths.float()[:, None, None, None, None]
+        cols = valid[:, None, None, None, :]
+        smoothed = torch.where(cols, (1 - SMOOTHING) * attn + SMOOTHING / n, torch.ones(()))
+        rows = -(smoothed * smoothed.log()).sum(-1)  # [B, L, H, T]; padded columns contribute 1·log 1 = 0
+        validf = valid.float()[:, None, None]
+        entropy = (rows * validf).sum(-1) / batch.lengths.float()[:, None, None]
+        if not batch.is_cls.any(1).all():
+            raise ValueError("an input has no start token ([CLS]); cls_entropy is undefined")
+        cls_pos = batch.is_cls.float().argmax(1)  # first [CLS] of each input
+        cls_entropy = rows[torch.arange(len(cls_pos)), :, :, cls_pos]
+        uniform = batch.lengths.double().log()[:, None, None].expand_as(entropy)
+        self.add({"entropy": entropy, "cls_entropy": cls_entropy, "uniform": uniform})
+
+
+def _over_encoded(reducer: _MeanOverInputs, encodeds: Iterable[Encoded]) -> pd.DataFrame:
+    for enc in encodeds:
+        reducer.update(Batch.from_encoded(enc))
+    return reducer.frame()
+
+
+def token_stats(encodeds: Iterable[Encoded]) -> pd.DataFrame:
+    """One row per head: layer, head, self, prev, next, cls, sep, sep_sep, rest_sep, punct (means over inputs)."""
+    return _over_encoded(TokenStats(), encodeds)
+
+
+def entropy_stats(encodeds: Iterable[Encoded]) -> pd.DataFrame:
+    """One row per head: layer, head, entropy, cls_entropy, uniform (nats, means over inputs)."""
+    return _over_encoded(EntropyStats(), encodeds)
+
+
+@dataclass
+class SurfaceResult:
+    """What the surface notebooks need: per-head tables and a few full maps."""
+
+    tokens: pd.DataFrame
+    entropy: pd.DataFrame
+    examples: list[Encoded]
+
+
+def analyse(encoder: Encoder, segments: Sequence, n_examples: int = 8, **reduce_options) -> SurfaceResult:
+    """Token and entropy statistics over `segments` in one streaming pass (cached), plus `n_examples` maps."""
+    tokens, entropy, keep = reduce(encoder, segments, [TokenStats(), EntropyStats(), KeepExamples(n_examples)],
+                                   **reduce_options)
+    return SurfaceResult(tokens.frame(), entropy.frame(), keep.examples)
