@@ -14,9 +14,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
+from .cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_result
+
 GENSIM_WIKI = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 MIN_PARAGRAPH_CHARS = 200
 _MARKUP = re.compile(r"'{2,}|\[\[|\]\]|&nbsp;|<[^>]+>")
+_BRACKET_EDGES = re.compile(r"(?<=\()(?:\s*[,;])+\s*|(?:\s*[,;])+\s*(?=\))")
+_EMPTY_BRACKETS = re.compile(r"\s*\(\s*\)")
 _SPACES = re.compile(r"\s+")
 _NOT_PROSE = re.compile(r"^\s*([=*#|{}!:;]|Category:|File:|Image:|thumb\|)")
 
@@ -46,7 +52,7 @@ def gensim_wiki_path() -> Path:
 
 def _clean(paragraph: str) -> str:
     text = _MARKUP.sub("", paragraph)
-    text = re.sub(r"\(\s*[,;]?\s*\)", "", text)  # brackets emptied by template removal
+    text = _EMPTY_BRACKETS.sub("", _BRACKET_EDGES.sub("", text))  # left by templates: "(; , Akhilleus, )"
     return _SPACES.sub(" ", text).strip()
 
 
@@ -112,7 +118,8 @@ def _join(sentences: list[str], words: list) -> str:
     return " ".join(sentences[i][start:end] for i, (start, end) in sorted(spans.items()))
 
 
-def make_segments(tokenizer, n: int = 1000, seed: int = 0, max_len: int = 128) -> list[Segment]:
+def make_segments(tokenizer, n: int = 1000, seed: int = 0, max_len: int = 128,
+                  cache_dir: Path | str | None = DEFAULT_CACHE_DIR) -> list[Segment]:
     """`n` segments `[CLS] A [SEP] B [SEP]` of at most `max_len` wordpieces from the gensim Wikipedia articles.
 
     As BERT's pre-training data (and Clark et al.): walk each article's sentences in order, gather them
@@ -120,9 +127,17 @@ def make_segments(tokenizer, n: int = 1000, seed: int = 0, max_len: int = 128) -
     trim the longer side (front or back at random) until A + B fit. Whole words are trimmed (not single
     wordpieces) so that every word stays intact for word-level maps. Chunks of one sentence are skipped
     (BERT would pair them with a random sentence). `n` of all segments are drawn with the seed and kept
-    in corpus order; deterministic for (tokenizer, n, seed, max_len)."""
+    in corpus order; deterministic for (tokenizer, n, seed, max_len), and cached in `cache_dir`."""
     if n < 1:
         raise ValueError(f"n must be at least 1, not {n}")
+    if cache_dir is not None:
+        path = entry_path(cache_dir, "segments", tokenizer_fingerprint(tokenizer), f"{n}/{seed}/{max_len}")
+        cached = load_result(path)
+        if cached is not None:
+            return [Segment(*fields) for fields in json.loads(str(cached["segments"]))]
+        segments = make_segments(tokenizer, n, seed, max_len, cache_dir=None)
+        save_result(path, {"segments": np.array(json.dumps([(s.article, s.a, s.b) for s in segments]))})
+        return segments
     budget = max_len - 3
     rng = random.Random(seed)
     candidates: list[Segment] = []
@@ -146,6 +161,12 @@ def make_segments(tokenizer, n: int = 1000, seed: int = 0, max_len: int = 128) -
         raise ValueError(f"asked for {n} segments but the corpus gives only {len(candidates)} at max_len={max_len}")
     chosen = sorted(rng.sample(range(len(candidates)), n))
     return [candidates[i] for i in chosen]
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """sha256 of the tokenizer's vocabulary and class: segments depend on how it splits words."""
+    vocab = sorted(tokenizer.get_vocab().items())
+    return hashlib.sha256(json.dumps([type(tokenizer).__name__, vocab]).encode()).hexdigest()
 
 
 def segments_fingerprint(segments: list[Segment]) -> str:

@@ -2,18 +2,14 @@
 
     results = reduce(encoder, segments, [TokenStats(), EntropyStats(), KeepExamples(8)])
 
-Each reducer's result is cached on disk under data/cache, keyed by model fingerprint + data fingerprint +
-code version + the reducer's own key, written atomically with a checksum; a missing, stale, truncated or
-tampered entry is recomputed. Only reducers without a valid entry take part in the (single) pass.
+Each reducer's result is cached on disk (`cache`), keyed by model fingerprint + data fingerprint + code
+version + the reducer's own key; a missing, stale, truncated or tampered entry is recomputed. Only
+reducers without a valid entry take part in the (single) pass.
 """
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import os
-import tempfile
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -22,21 +18,12 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from .cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_result
 from .corpora import Segment, segments_fingerprint
 from .models import Encoded, Encoder
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-DEFAULT_CACHE_DIR = PACKAGE_DIR.parent / "data" / "cache"
 PUNCTUATION = frozenset({".", ","})  # Clark et al.'s "punctuation" tokens
 _WORD_MARKERS = ("##", "\u0120", "\u2581")  # WordPiece continuation, byte-level BPE and SentencePiece spaces
-
-
-def code_version() -> str:
-    """sha256 of the package's source: any change to the code invalidates cached results."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()
 
 
 def is_punctuation(token: str) -> bool:
@@ -149,45 +136,6 @@ class KeepExamples(Reducer):
         self.examples = [Encoded(attn=result[f"attn{i}"], **m) for i, m in enumerate(meta)]
 
 
-# -- the on-disk cache ------------------------------------------------------------------------------
-def _cache_path(cache_dir: Path, reducer: Reducer, model_key: str, data_key: str) -> Path:
-    key = hashlib.sha256(f"{model_key}|{data_key}|{code_version()}|{reducer.key}".encode()).hexdigest()
-    return cache_dir / f"{reducer.name}-{key[:24]}.npz"
-
-
-def save_result(path: Path, result: dict[str, np.ndarray]) -> None:
-    """Write `result` atomically: a temporary file in the same folder, then rename. The file starts with
-    the sha256 (hex) of the npz payload that follows it."""
-    buffer = io.BytesIO()
-    np.savez(buffer, **result)
-    payload = buffer.getvalue()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(hashlib.sha256(payload).hexdigest().encode() + payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def load_result(path: Path) -> dict[str, np.ndarray] | None:
-    """The cached result at `path`, or None when it is missing, truncated or tampered with."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    digest, payload = raw[:64], raw[64:]
-    if hashlib.sha256(payload).hexdigest().encode() != digest:
-        warnings.warn(f"cache entry {path.name} is corrupted (checksum mismatch); recomputing it")
-        return None
-    with np.load(io.BytesIO(payload), allow_pickle=False) as data:
-        return {k: data[k] for k in data.files}
-
-
 # -- the pass ---------------------------------------------------------------------------------------
 def items_fingerprint(items: Sequence) -> str:
     """sha256 of the inputs: segments or texts / pairs."""
@@ -213,7 +161,7 @@ def reduce(encoder: Encoder, items: Sequence, reducers: Iterable[Reducer], batch
     data_key = items_fingerprint(items)
     for reducer in reducers:
         if cache_dir is not None:
-            paths[id(reducer)] = path = _cache_path(Path(cache_dir), reducer, encoder.fingerprint, data_key)
+            paths[id(reducer)] = path = entry_path(cache_dir, reducer.name, encoder.fingerprint, data_key, reducer.key)
             cached = load_result(path)
             if cached is not None:
                 reducer.load(cached)

@@ -305,8 +305,9 @@ def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
     from transformers.utils import logging as hf_logging
 
     name, folder = _resolve(name_or_path)
-    verbosity = hf_logging.get_verbosity()
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()  # the weight-loading progress bar and notices are noise here
+    hf_logging.disable_progress_bar()
     try:
         try:
             tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -317,5 +318,7 @@ def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
         model = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
     finally:
         hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
     fingerprint = DEFAULT_SHA256 if name_or_path is None else _weights_fingerprint(folder)
     return Encoder(name, model, tokenizer, fingerprint, _max_tokens(model, tokenizer))

@@ -5,7 +5,8 @@ token (`prev`), the next token (`next`), [CLS] (`cls`), any [SEP] (`sep`), the t
 `sep_sep` = mass from [SEP] rows to [SEP] columns averaged over [SEP] rows, `rest_sep` = the same from
 every other row. `prev` / `next` average over the tokens that have such a neighbour. Entropy: rows
 smoothed `0.9999 a + 0.0001 / n`, entropy in nats averaged over rows (`entropy`) and of the [CLS] row
-(`cls_entropy`); `uniform` = log n, the entropy of a head that spreads evenly. Every input weighs the
+(`cls_entropy`); `uniform` = log n, the entropy of a head that spreads evenly; `max_weight` = the largest
+weight in a row, averaged over rows (a broad head puts little on any one token). Every input weighs the
 same in the mean over inputs, as in Clark's code.
 """
 from __future__ import annotations
@@ -17,11 +18,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .extract import Batch, KeepExamples, Reducer, reduce
+from .extract import Batch, KeepExamples, Reducer, check_attention, is_punctuation, reduce
 from .models import Encoded, Encoder
 
 TOKEN_COLUMNS = ("self", "prev", "next", "cls", "sep", "sep_sep", "rest_sep", "punct")
-ENTROPY_COLUMNS = ("entropy", "cls_entropy", "uniform")
+ENTROPY_COLUMNS = ("entropy", "cls_entropy", "uniform", "max_weight")
 SMOOTHING = 1e-4
 
 
@@ -107,7 +108,8 @@ class EntropyStats(_MeanOverInputs):
         cls_pos = batch.is_cls.float().argmax(1)  # first [CLS] of each input
         cls_entropy = rows[torch.arange(len(cls_pos)), :, :, cls_pos]
         uniform = batch.lengths.double().log()[:, None, None].expand_as(entropy)
-        self.add({"entropy": entropy, "cls_entropy": cls_entropy, "uniform": uniform})
+        max_weight = (attn.amax(-1) * validf).sum(-1) / batch.lengths.float()[:, None, None]
+        self.add({"entropy": entropy, "cls_entropy": cls_entropy, "uniform": uniform, "max_weight": max_weight})
 
 
 def _over_encoded(reducer: _MeanOverInputs, encodeds: Iterable[Encoded]) -> pd.DataFrame:
@@ -122,7 +124,7 @@ def token_stats(encodeds: Iterable[Encoded]) -> pd.DataFrame:
 
 
 def entropy_stats(encodeds: Iterable[Encoded]) -> pd.DataFrame:
-    """One row per head: layer, head, entropy, cls_entropy, uniform (nats, means over inputs)."""
+    """One row per head: layer, head, entropy, cls_entropy, uniform (nats), max_weight (means over inputs)."""
     return _over_encoded(EntropyStats(), encodeds)
 
 
@@ -140,3 +142,51 @@ def analyse(encoder: Encoder, segments: Sequence, n_examples: int = 8, **reduce_
     tokens, entropy, keep = reduce(encoder, segments, [TokenStats(), EntropyStats(), KeepExamples(n_examples)],
                                    **reduce_options)
     return SurfaceResult(tokens.frame(), entropy.frame(), keep.examples)
+
+
+VIG_COLUMNS = ("next", "prev", "identical", "identical_other", "delimiter", "other_words")
+
+
+def _vig_one(enc: Encoded) -> dict[str, np.ndarray]:
+    """Per-head [L, H] scores of Vig's six patterns on one input (NaN where a pattern has no rows)."""
+    attn = np.asarray(enc.attn, dtype=np.float64)
+    n = enc.n_tokens
+    special = enc.is_cls | enc.is_sep
+    plain = ~special & ~np.array([is_punctuation(t) for t in enc.tokens])
+    tokens = np.array(enc.tokens)
+    segment = np.array(enc.segment_ids)
+    same = (tokens[:, None] == tokens[None, :]) & plain[:, None] & plain[None, :] & ~np.eye(n, dtype=bool)
+    other_side = segment[:, None] != segment[None, :]
+    near = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]) <= 1
+    rest = plain[None, :] & ~near & ~same  # columns that are none of the other patterns' targets
+
+    def row_mean(targets: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        if not rows.any():
+            return np.full(attn.shape[:2], np.nan)
+        return (attn * targets).sum(-1)[..., rows].mean(-1)
+
+    every = np.ones(n, dtype=bool)
+    return {
+        "next": attn.diagonal(1, -2, -1).mean(-1), "prev": attn.diagonal(-1, -2, -1).mean(-1),
+        "identical": row_mean(same, same.any(1)),
+        "identical_other": row_mean(same & other_side, (same & other_side).any(1)),
+        "delimiter": row_mean(np.broadcast_to(special, (n, n)), every),
+        "other_words": row_mean(rest, plain),
+    }
+
+
+def vig_scores(encodeds: Iterable[Encoded]) -> pd.DataFrame:
+    """One row per head, the mean over inputs of how much it follows each of Vig's six patterns.
+
+    next / prev: mass on the next / previous token; identical: from tokens that occur again, mass on their
+    other occurrences; identical_other: the same, counting only occurrences in the other segment;
+    delimiter: mass on [CLS] and [SEP]; other_words: from ordinary tokens, mass on ordinary tokens that are
+    neither neighbours nor identical. Vig's "words predictive of the word" needs a language model's
+    judgement, so `other_words` only bounds it: a head scoring high there is worth looking at."""
+    scores = []
+    for enc in encodeds:
+        check_attention(np.asarray(enc.attn))
+        scores.append(_vig_one(enc))
+    if not scores:
+        raise ValueError("vig_scores needs at least one input")
+    return head_frame({k: np.nanmean(np.stack([s[k] for s in scores]), axis=0) for k in VIG_COLUMNS})

@@ -1,0 +1,74 @@
+"""The numbers the two papers report, as data for "paper vs this run" tables (see shared/PAPERS.md).
+
+Clark et al. 2019 used BERT-base (12 layers x 12 heads); Kovaleva et al. 2019 bert-base-uncased fine-tuned
+on GLUE. Heads are 1-indexed "layer-head" strings, as in the papers.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+CLARK = "Clark et al. 2019"
+KOVALEVA = "Kovaleva et al. 2019"
+PAPER_MODEL = "BERT-base (12 layers x 12 heads)"
+
+# Clark et al. §3 (surface attention and entropy)
+SURFACE = {
+    "heads_prev_over_half": 4,  # in layers 2, 4, 7, 8
+    "heads_prev_layers": (2, 4, 7, 8),
+    "heads_next_over_half": 5,  # in layers 1, 2, 2, 3, 6
+    "heads_next_layers": (1, 2, 2, 3, 6),
+    "sep_share_layers_6_10": "over half",  # of attention in layers 6-10 goes to [SEP]
+    "sep_sep": "> 90 %",
+    "cls_entropy_last_layer": 3.89,  # nats
+    "broad_heads": "some lower-layer heads put <= 10 % on any single word",
+    "sink_by_depth": "early: [CLS]; middle: [SEP]; deep: periods and commas",
+    "sep_gradient": "becomes very small from layer 5 on",
+}
+
+# Clark et al. Figure 1: example heads and what they do
+FIG1_HEADS = {"1-1": "broad attention", "3-1": "next token", "8-7": "[SEP]", "11-6": "periods"}
+
+# Table 1: relation, head, accuracy %, baseline accuracy %, baseline offset, direction of the best head
+TABLE1 = pd.DataFrame(
+    [("all", "7-6", 34.5, 26.3, 1, "dep->head"), ("prep", "7-4", 66.7, 61.8, -1, "dep->head"),
+     ("pobj", "9-6", 76.3, 34.6, -2, "head->dep"), ("det", "8-11", 94.3, 51.7, 1, "dep->head"),
+     ("nn", "4-10", 70.4, 70.2, 1, "dep->head"), ("nsubj", "8-2", 58.5, 45.5, 1, "dep->head"),
+     ("amod", "4-10", 75.6, 68.3, 1, "dep->head"), ("dobj", "8-10", 86.8, 40.0, -2, "dep->head"),
+     ("advmod", "7-6", 48.8, 40.2, 1, "dep->head"), ("aux", "4-10", 81.1, 71.5, 1, "dep->head"),
+     ("poss", "7-6", 80.5, 47.7, 1, "dep->head"), ("auxpass", "4-10", 82.5, 40.5, 1, "dep->head"),
+     ("ccomp", "8-1", 48.8, 12.4, -2, "dep->head"), ("mark", "8-2", 50.7, 14.5, 2, "dep->head"),
+     ("prt", "6-7", 99.1, 91.4, -1, "dep->head")],
+    columns=["relation", "head", "accuracy", "baseline", "offset", "direction"])
+
+# Table 2: coreference antecedent selection accuracy %, head 5-4
+TABLE2 = pd.DataFrame(
+    [("nearest mention", 27, 29, 29, 19), ("head-word match", 52, 47, 67, 40),
+     ("rule-based (sieves)", 69, 70, 77, 60), ("neural coref (not comparable)", 83, None, None, None),
+     ("BERT head 5-4", 65, 64, 73, 58)],
+    columns=["system", "all", "pronoun", "proper", "nominal"])
+
+# Table 3: attention probes, UAS % excluding punctuation
+TABLE3 = pd.DataFrame(
+    [("structural probe (UUAS, not comparable)", 80), ("right-branching", 26), ("distances + GloVe", 58),
+     ("random-init attention + GloVe", 30), ("attention only", 61), ("attention + GloVe", 77)],
+    columns=["model", "uas"])
+
+# Kovaleva et al. 2019
+DARK_SECRETS = {
+    "patterns": ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous"),
+    "classifier_f1": 0.86,
+    "heterogeneous_share": (0.32, 0.61),  # MRPC .. QQP
+    "most_changed_layers": "the last two",
+    "head_disabling_gain": (0.1, 1.2),  # points, STS-B .. MRPC
+    "finetuned_vs_pretrained_gain": 35.9,
+}
+
+# Vig's BertViz patterns
+VIG_PATTERNS = (
+    "attention to the next word",
+    "attention to the previous word",
+    "attention to identical or related words",
+    "attention to identical or related words in the other sentence",
+    "attention to other words predictive of the word",
+    "attention to delimiter tokens",
+)

@@ -1,0 +1,144 @@
+"""Paper vs this run: the comparison tables the notebooks end with, and build/report.md.
+
+    python -m bertlook_utils.report --out build/report.md [--model NAME_OR_FOLDER] [--segments 1000]
+
+Each `*_comparison` returns a DataFrame (quantity, paper, this run, note) built from analysis results;
+the notebooks print it and the report collects every table. Layers of a model with fewer layers than
+BERT-base are compared by relative depth (BERT-base layers 6-10 of 12 ~ layers 3-5 of 6).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import paper
+from .surface import SurfaceResult
+
+PAPER_LAYERS = 12
+
+
+def by_depth(paper_layers: range | tuple, n_layers: int) -> list[int]:
+    """BERT-base layers (1-indexed, of 12) -> the layers at the same relative depth in an n-layer model."""
+    mapped = sorted({max(1, min(n_layers, round(layer * n_layers / PAPER_LAYERS))) for layer in paper_layers})
+    return mapped
+
+
+def _heads(stats: pd.DataFrame, mask: pd.Series) -> str:
+    chosen = stats[mask]
+    return ", ".join(f"{l}-{h}" for l, h in zip(chosen["layer"], chosen["head"])) or "none"
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+def surface_comparison(result: SurfaceResult) -> pd.DataFrame:
+    """Clark et al. §3 headline numbers beside this run's."""
+    tokens = result.tokens
+    n_layers = int(tokens["layer"].max())
+    middle = by_depth(range(6, 11), n_layers)
+    in_middle = tokens["layer"].isin(middle)
+    prev, nxt = tokens["prev"] > 0.5, tokens["next"] > 0.5
+    thirds = np.array_split(np.arange(1, n_layers + 1), 3)
+    sinks = []
+    for part in thirds:
+        means = tokens[tokens["layer"].isin(part)][["cls", "sep", "punct"]].mean()
+        sinks.append(f"{part[0]}-{part[-1]}: {paper_label(means.idxmax())} {_pct(means.max())}")
+    rows = [
+        ("heads with > 50 % on the previous token", "4 (layers 2, 4, 7, 8)",
+         f"{int(prev.sum())} ({_heads(tokens, prev)})", ""),
+        ("heads with > 50 % on the next token", "5 (layers 1, 2, 2, 3, 6)",
+         f"{int(nxt.sum())} ({_heads(tokens, nxt)})", ""),
+        ("attention to [SEP] in the middle layers", "over half (layers 6-10)",
+         _pct(tokens[in_middle]["sep"].mean()), f"layers {middle[0]}-{middle[-1]} here, by relative depth"),
+        ("attention to [CLS] in the middle layers", "small (the sink is [SEP])",
+         _pct(tokens[in_middle]["cls"].mean()), "this model's sink is [CLS]" if
+         tokens[in_middle]["cls"].mean() > tokens[in_middle]["sep"].mean() else ""),
+        ("[SEP] → [SEP] attention in the middle layers", "> 90 %", _pct(tokens[in_middle]["sep_sep"].mean()), ""),
+        ("early / middle / deep layers attend most to", "[CLS] / [SEP] / \". ,\"", "; ".join(sinks),
+         "the largest of [CLS], [SEP], punctuation per third of the layers"),
+    ]
+    return pd.DataFrame(rows, columns=["quantity", "paper", "this run", "note"])
+
+
+def paper_label(column: str) -> str:
+    return {"cls": "[CLS]", "sep": "[SEP]", "punct": '". ,"'}.get(column, column)
+
+
+def entropy_comparison(result: SurfaceResult) -> pd.DataFrame:
+    """Clark et al. §3.3 (Fig 4) headline numbers beside this run's."""
+    entropy = result.entropy
+    n_layers = int(entropy["layer"].max())
+    last = entropy[entropy["layer"] == n_layers]
+    broad = entropy["max_weight"] <= 0.10
+    uniform = float(entropy["uniform"].mean())
+    rows = [
+        ("[CLS] entropy in the last layer (nats)", f"{paper.SURFACE['cls_entropy_last_layer']:.2f}",
+         f"{last['cls_entropy'].mean():.2f}", f"mean over the {len(last)} heads of layer {n_layers}"),
+        ("broad heads (≤ 10 % on any one token)", "some, in lower layers",
+         f"{int(broad.sum())} ({_heads(entropy, broad)})", "mean largest weight per row ≤ 0.10"),
+        ("highest head entropy (nats)", "close to uniform in layer 1",
+         f"{entropy['entropy'].max():.2f} (head {_heads(entropy, entropy['entropy'] == entropy['entropy'].max())})",
+         f"uniform attention: {uniform:.2f}"),
+        ("mean head entropy by layer (nats)", "high in lower layers, lower in the middle",
+         " / ".join(f"{v:.2f}" for v in entropy.groupby("layer")["entropy"].mean()), "layer 1 first"),
+    ]
+    return pd.DataFrame(rows, columns=["quantity", "paper", "this run", "note"])
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """A DataFrame as a GitHub markdown table (no extra dependency)."""
+    header = "| " + " | ".join(table.columns) + " |"
+    rule = "|" + "|".join("---" for _ in table.columns) + "|"
+    body = ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
+
+
+def build_report(model: str | None = None, n_segments: int = 1000, seed: int = 0) -> str:
+    """The report's markdown: every headline number of this run beside the paper's."""
+    from . import load_encoder, surface
+    from .corpora import make_segments
+
+    encoder = load_encoder(model)
+    segments = make_segments(encoder.tokenizer, n_segments, seed)
+    result = surface.analyse(encoder, segments)
+    lines = [
+        "# BERTLook report: paper vs this run",
+        "",
+        f"Generated {datetime.date.today().isoformat()} by `make run`. Model: **{encoder.name}** "
+        f"({encoder.n_layers} layers × {encoder.n_heads} heads); the papers used {paper.PAPER_MODEL}. "
+        f"Data: {n_segments} segments `[CLS] A [SEP] B [SEP]` (≤ 128 wordpieces, seed {seed}) from the "
+        "Wikipedia articles shipped with gensim; Clark et al. used their own Wikipedia sample. Numbers are "
+        "comparable in kind (same definitions), not in value: the model differs.",
+        "",
+        f"## Surface attention ({paper.CLARK}, §3, Fig 1-2; notebook 01)",
+        "",
+        markdown(surface_comparison(result)),
+        "",
+        f"## Entropy ({paper.CLARK}, §3.3, Fig 4; notebook 03)",
+        "",
+        markdown(entropy_comparison(result)),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("build/report.md"))
+    parser.add_argument("--model", default=None, help="Hugging Face name or local folder (default: the embedded model)")
+    parser.add_argument("--segments", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    text = build_report(args.model or None, args.segments, args.seed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
