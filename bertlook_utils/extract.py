@@ -37,7 +37,8 @@ def is_punctuation(token: str) -> bool:
 class Batch:
     """A padded batch of attention maps and what reducers need to know about its tokens.
 
-    attn: float32 [B, L, H, T, T] (rows beyond an input's length are meaningless); valid, is_cls, is_sep,
+    attn: float32 [B, L, H, T, T]: columns beyond an input's length are exactly 0 (the padding mask
+    underflows to 0 in the softmax), rows beyond it are meaningless; valid, is_cls, is_sep,
     is_punct: bool [B, T], False at padding; lengths: long [B]; inputs: B objects with tokens, word_ids,
     words and segment_ids (`Encoded` or the encoder's prepared inputs)."""
 

@@ -95,20 +95,35 @@ class EntropyStats(_MeanOverInputs):
     name = "entropy_stats"
     columns = ENTROPY_COLUMNS
 
+    def __init__(self):
+        super().__init__()
+        self._buffers: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _scratch(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two work tensors shaped like a batch, reused across batches (fresh 150 MB allocations per batch
+        cost more than the arithmetic)."""
+        if self._buffers is None or self._buffers[0].shape != like.shape:
+            self._buffers = (torch.empty_like(like), torch.empty_like(like))
+        return self._buffers
+
     def update(self, batch: Batch) -> None:
-        attn, valid = batch.attn, batch.valid  # [B, L, H, T, T], [B, T]
-        n = batch.lengths.float()[:, None, None, None, None]
-        cols = valid[:, None, None, None, :]
-        smoothed = torch.where(cols, (1 - SMOOTHING) * attn + SMOOTHING / n, torch.ones(()))
-        rows = -(smoothed * smoothed.log()).sum(-1)  # [B, L, H, T]; padded columns contribute 1·log 1 = 0
-        validf = valid.float()[:, None, None]
-        entropy = (rows * validf).sum(-1) / batch.lengths.float()[:, None, None]
+        attn = batch.attn  # [B, L, H, T, T]; padded columns are exactly 0
+        width, n = attn.shape[-1], batch.lengths.float()
+        floor = SMOOTHING / n  # [B]: what smoothing adds to every weight
+        smoothed, logs = self._scratch(attn)
+        torch.add(floor[:, None, None, None, None], attn, alpha=1 - SMOOTHING, out=smoothed)
+        torch.log(smoothed, out=logs)
+        plogp = (smoothed.unsqueeze(-2) @ logs.unsqueeze(-1))[..., 0, 0]  # [B, L, H, T]: sum_j s log s
+        padded = (width - n) * floor * floor.log()  # [B]: the padded columns' share of that sum
+        rows = padded[:, None, None, None] - plogp  # row entropies over each input's own n columns
+        validf = batch.valid.float()[:, None, None]
+        entropy = (rows * validf).sum(-1) / n[:, None, None]
         if not batch.is_cls.any(1).all():
             raise ValueError("an input has no start token ([CLS]); cls_entropy is undefined")
         cls_pos = batch.is_cls.float().argmax(1)  # first [CLS] of each input
         cls_entropy = rows[torch.arange(len(cls_pos)), :, :, cls_pos]
-        uniform = batch.lengths.double().log()[:, None, None].expand_as(entropy)
-        max_weight = (attn.amax(-1) * validf).sum(-1) / batch.lengths.float()[:, None, None]
+        uniform = n.double().log()[:, None, None].expand_as(entropy)
+        max_weight = (attn.amax(-1) * validf).sum(-1) / n[:, None, None]
         self.add({"entropy": entropy, "cls_entropy": cls_entropy, "uniform": uniform, "max_weight": max_weight})
 
 
