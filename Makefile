@@ -5,6 +5,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+ASSETS := node_modules/.installed
 MODEL ?=
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 export HF_HUB_OFFLINE := 1
@@ -12,20 +13,29 @@ export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export BERTLOOK_MODEL := $(MODEL)
 
-.PHONY: setup run test unit nbval notebooks report bench lab clean
+.PHONY: setup assets run test unit nbval notebooks report bench lab clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(ASSETS)
+
+## assets: browser JavaScript from npm (d3, jquery, requirejs, reveal.js, MathJax, the widget manager)
+## into node_modules/ (git-ignored); BertViz views inline them, slide decks copy them
+assets: $(ASSETS)
+
+$(ASSETS): package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	touch $(ASSETS)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab,dev]'
+	$(PY) -m pip install --quiet --no-deps bertviz==1.4.1  # its own deps (boto3, ...) only serve the neuron view
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (BERTLook)" >/dev/null
 	touch $(STAMP)
 
 ## run: execute every notebook with the default model (or MODEL=...) into build/*.html, then build/report.md
-run: $(STAMP)
+run: setup
 	mkdir -p build
 	$(VENV)/bin/jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=1800 \
 		--output-dir build $(NOTEBOOKS)
@@ -33,28 +43,28 @@ run: $(STAMP)
 	@echo "open build/*.html and build/report.md"
 
 ## report: only build/report.md (fast once the cache is warm)
-report: $(STAMP)
+report: setup
 	$(PY) -m bertlook_utils.report --out build/report.md $(if $(MODEL),--model "$(MODEL)")
 
 ## test: unit tests, then every committed notebook under nbval
 test: unit nbval
 
-unit: $(STAMP)
+unit: setup
 	$(PY) -m pytest -q tests
 
-nbval: $(STAMP)
+nbval: setup
 	$(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout=1800 -p no:randomly $(NOTEBOOKS)
 
 ## notebooks: re-execute the committed notebooks in place (do it whenever package code they use changes)
-notebooks: $(STAMP)
+notebooks: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 $(NOTEBOOKS)
 
 ## bench: extraction + surface statistics vs a naive loop and the bare forward pass (benchmarks/README.md)
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench
 
-lab: $(STAMP)
+lab: setup
 	$(VENV)/bin/jupyter lab notebooks
 
 clean:
