@@ -56,9 +56,12 @@ nbval: setup
 	$(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout=1800 -p no:randomly $(NOTEBOOKS)
 
-## notebooks: re-execute the committed notebooks in place (do it whenever package code they use changes)
+## notebooks: refresh navigation, re-execute the committed notebooks in place, regenerate the student copies
+## (do it whenever package code they use changes)
 notebooks: setup
+	$(PY) tools/navigation.py
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 $(NOTEBOOKS)
+	$(PY) tools/student_copy.py
 
 ## bench: extraction + surface statistics vs a naive loop and the bare forward pass (benchmarks/README.md)
 bench: $(STAMP)

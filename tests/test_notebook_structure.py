@@ -1,0 +1,86 @@
+"""The notebooks' generated structure: header and navigation cells, contents tables, student copies."""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import navigation  # noqa: E402
+import student_copy  # noqa: E402
+
+NOTEBOOKS = navigation.notebooks()
+
+
+@pytest.fixture
+def repo_copy(tmp_path):
+    """README.md and the notebooks (with the student folder) copied to a scratch root."""
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    return tmp_path
+
+
+def test_there_are_notebooks():
+    assert [p.name[:2] for p in NOTEBOOKS] == sorted(p.name[:2] for p in NOTEBOOKS)
+    assert len(NOTEBOOKS) >= 3
+
+
+def test_committed_navigation_and_contents_are_up_to_date(repo_copy):
+    assert navigation.update(repo_copy) == [], "run `python tools/navigation.py` (or `make notebooks`)"
+
+
+def test_navigation_is_idempotent_and_keeps_one_header_and_footer(repo_copy):
+    first = repo_copy / "notebooks" / NOTEBOOKS[0].name
+    nb = nbformat.read(first, as_version=4)
+    nb.cells = [c for c in nb.cells if navigation.HEADER not in c.source and navigation.NAV not in c.source]
+    nbformat.write(nb, first)  # as if the header and footer had never been added
+    assert first in navigation.update(repo_copy)
+    assert navigation.update(repo_copy) == []
+    cells = nbformat.read(first, as_version=4).cells
+    assert navigation.HEADER in cells[0].source and navigation.NAV in cells[-1].source
+    assert sum(navigation.HEADER in c.source or navigation.NAV in c.source for c in cells) == 2
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_links_its_neighbours(path):
+    cells = nbformat.read(path, as_version=4).cells
+    i = NOTEBOOKS.index(path)
+    for cell in (cells[0], cells[-1]):
+        assert "[Contents](README.md)" in cell.source
+        if i > 0:
+            assert f"({NOTEBOOKS[i - 1].name})" in cell.source
+        if i + 1 < len(NOTEBOOKS):
+            assert f"({NOTEBOOKS[i + 1].name})" in cell.source
+    assert navigation.PLAN[path.stem][1] in cells[0].source  # the figure it reproduces
+
+
+def test_readme_lists_every_notebook():
+    readme = (ROOT / "README.md").read_text()
+    for path in NOTEBOOKS:
+        assert f"(notebooks/{path.name})" in readme
+
+
+def test_student_copies_are_in_sync():
+    stale = [str(p.relative_to(ROOT)) for p, text in student_copy.expected().items()
+             if not p.exists() or p.read_text() != text]
+    assert not stale, f"run `python tools/student_copy.py`: {stale}"
+    extra = set((ROOT / "notebooks" / "student").iterdir()) - set(student_copy.expected())
+    assert not extra
+
+
+def test_student_version_strips_outputs_and_solutions_only():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 01 · x\n1. Find the head."),
+                nbformat.v4.new_code_cell("print(1)", outputs=[nbformat.v4.new_output("stream", text="1\n")],
+                                          execution_count=3),
+                nbformat.v4.new_code_cell("answer = 42", metadata={"tags": ["solution"]})]
+    student = student_copy.student_version(nb)
+    assert student.cells[0].source == nb.cells[0].source
+    assert student.cells[1].source == "print(1)" and student.cells[1].outputs == []
+    assert student.cells[1].execution_count is None
+    assert student.cells[2].source == student_copy.ANSWER and "answer" in student.cells[2].metadata["tags"]
+    assert nb.cells[2].source == "answer = 42"  # the original is untouched
