@@ -1,8 +1,10 @@
 """BERTLook: recompute what BERT's attention looks at, offline, on a laptop CPU.
 
 Modules, one concern each: `models` (encoders), `corpora` (Wikipedia segments), `extract` (streaming
-extraction, reducers, cache), `wordlevel`, `surface` (position, special-token and entropy statistics),
-`paper` (the numbers the papers report), `viz` (figures), `report` (paper vs this run).
+extraction through reducers), `cache` (the on-disk cache), `wordlevel`, `surface` (position, special-token
+and entropy statistics, Vig's patterns), `paper` (the numbers the papers report), `viz` (figures and
+offline BertViz views), `assets` (the npm-installed JavaScript), `widgets` (ipywidgets explorers),
+`report` (paper vs this run).
 """
 from .models import Encoded, Encoder, load_encoder
 

@@ -1,0 +1,170 @@
+"""ipywidgets explorers: pick an example, a layer and a head, and see the attention map.
+
+`head_explorer(examples)`: an example menu and layer / head sliders (1-indexed) over `viz.plot_head`;
+`grid_explorer(examples)`: an example menu over `viz.plot_model_grid` (every head as a thumbnail).
+Drawing lives in `viz`; here controls are only wired to it. Each explorer redraws into an
+`ipywidgets.Output` (its `outputs` are replaced by a PNG, so the saved widget state holds the figure).
+
+Exported HTML (nbconvert) runs no Python callbacks and, offline, cannot load the widget manager either,
+so displaying an explorer also shows a static snapshot of its first view below the live controls.
+"""
+from __future__ import annotations
+
+import base64
+import re
+from typing import Callable, Sequence
+
+import ipywidgets as widgets
+
+from . import viz
+from .models import Encoded
+
+PREVIEW_CHARS = 48
+
+
+def preview(enc: Encoded, n_chars: int = PREVIEW_CHARS) -> str:
+    """A short text preview of an input: its words, the parts of a pair joined by " | ", cut to n_chars."""
+    parts, current = [], []
+    for word in enc.words:
+        if word in (enc.cls_token, enc.sep_token):
+            parts.append(" ".join(current))
+            current = []
+        else:
+            current.append(word)
+    parts.append(" ".join(current))
+    text = " | ".join(p for p in parts if p) or " ".join(enc.tokens)
+    text = re.sub(r"\s+([.,;:!?%)])", r"\1", text)
+    return text if len(text) <= n_chars else text[: n_chars - 1].rstrip() + "…"
+
+
+def _check_examples(examples: Sequence[Encoded]) -> list[Encoded]:
+    examples = list(examples)
+    if not examples:
+        raise ValueError("give at least one example (a non-empty list of Encoded inputs)")
+    if not all(isinstance(e, Encoded) for e in examples):
+        raise ValueError("examples must be Encoded inputs (from Encoder.encode or encode_many)")
+    shapes = {e.attn.shape[:2] for e in examples}
+    if len(shapes) > 1:
+        raise ValueError(f"examples come from models of different sizes (layers, heads): {sorted(shapes)}")
+    return examples
+
+
+def _png_output(png: bytes, text: str) -> dict:
+    """An nbformat display_data output holding a PNG (what an Output widget stores)."""
+    return {"output_type": "display_data", "metadata": {},
+            "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": text}}
+
+
+class Explorer:
+    """Controls wired to one draw function; `widget` is the live ipywidgets layout.
+
+    `redraw()` draws the current selection into `output` (and counts it in `draws`); every control in
+    `controls` redraws when its value changes. `png` holds the last picture drawn. The layout carries the
+    CSS class `css_class` (e.g. "bertlook-head-explorer"), for styling and browser tests."""
+
+    css_class = "bertlook-explorer"
+
+    snapshot_caption = ("Snapshot of the explorer's first view, for readers of an exported page: "
+                        "its controls need a running notebook kernel.")
+
+    def __init__(self, controls: dict[str, widgets.Widget], draw: Callable[[], object], describe: Callable[[], str],
+                 snapshot: bool = True):
+        self.controls = controls
+        self.output = widgets.Output()
+        self.draws = 0
+        self.png = b""
+        self.snapshot = snapshot
+        self._draw, self._describe = draw, describe
+        self.widget = widgets.VBox([widgets.HBox(list(controls.values())), self.output])
+        self.widget.add_class("bertlook-explorer")
+        self.widget.add_class(self.css_class)
+        for control in controls.values():
+            control.observe(self.redraw, names="value")
+        self.redraw()
+        self._first_png, self._first_text = self.png, self._describe()
+
+    def redraw(self, change=None) -> None:
+        """Draw the current selection into the Output (replacing what it held)."""
+        self.png = viz.figure_png(self._draw())
+        self.output.outputs = (_png_output(self.png, self._describe()),)
+        self.draws += 1
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import Markdown, display
+
+        display(self.widget)
+        if self.snapshot:
+            display(Markdown(f"*{self.snapshot_caption}* ({self._first_text})"))
+            display({"image/png": base64.b64encode(self._first_png).decode("ascii"), "text/plain": self._first_text},
+                    raw=True)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self._describe()}>"
+
+
+def _example_menu(examples: list[Encoded]) -> widgets.Dropdown:
+    options = [(f"{i + 1}: {preview(e)}", i) for i, e in enumerate(examples)]
+    return widgets.Dropdown(options=options, value=0, description="example",
+                            layout=widgets.Layout(width="28em"))
+
+
+class HeadExplorer(Explorer):
+    """Example menu + layer and head sliders (1-indexed) over a heatmap of one head (`viz.plot_head`)."""
+
+    css_class = "bertlook-head-explorer"
+
+    def __init__(self, examples: Sequence[Encoded], layer: int = 1, head: int = 1, max_tokens: int | None = 40,
+                 snapshot: bool = True):
+        self.examples = _check_examples(examples)
+        n_layers, n_heads = self.examples[0].attn.shape[:2]
+        if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
+            raise ValueError(f"layer and head are 1-indexed: layer 1-{n_layers}, head 1-{n_heads}; "
+                             f"got layer {layer}, head {head}")
+        self.max_tokens = max_tokens
+        self.example = _example_menu(self.examples)
+        self.layer = widgets.IntSlider(value=layer, min=1, max=n_layers, description="layer", continuous_update=False)
+        self.head = widgets.IntSlider(value=head, min=1, max=n_heads, description="head", continuous_update=False)
+        super().__init__({"example": self.example, "layer": self.layer, "head": self.head},
+                         self._figure, self._text, snapshot)
+
+    @property
+    def selection(self) -> tuple[Encoded, int, int]:
+        """(example, layer, head), layer and head 1-indexed."""
+        return self.examples[self.example.value], self.layer.value, self.head.value
+
+    def _figure(self):
+        enc, layer, head = self.selection
+        return viz.head_figure(enc, layer, head, max_tokens=self.max_tokens)
+
+    def _text(self) -> str:
+        return f"example {self.example.value + 1}, head {viz.head_label(self.layer.value, self.head.value)}"
+
+
+class GridExplorer(Explorer):
+    """Example menu over a layers x heads grid of thumbnails (`viz.plot_model_grid`)."""
+
+    css_class = "bertlook-grid-explorer"
+
+    def __init__(self, examples: Sequence[Encoded], max_tokens: int = 40, snapshot: bool = True):
+        self.examples = _check_examples(examples)
+        self.max_tokens = max_tokens
+        self.example = _example_menu(self.examples)
+        super().__init__({"example": self.example}, self._figure, self._text, snapshot)
+
+    def _figure(self):
+        return viz.plot_model_grid(self.examples[self.example.value], max_tokens=self.max_tokens)
+
+    def _text(self) -> str:
+        return f"example {self.example.value + 1}, every head"
+
+
+def head_explorer(examples: Sequence[Encoded], layer: int = 1, head: int = 1, max_tokens: int | None = 40,
+                  snapshot: bool = True) -> HeadExplorer:
+    """Pick an example (menu with a short preview), a layer and a head (sliders, 1-indexed) and see that
+    head's attention as a heatmap with token labels (the first `max_tokens` tokens)."""
+    return HeadExplorer(examples, layer, head, max_tokens, snapshot)
+
+
+def grid_explorer(examples: Sequence[Encoded], max_tokens: int = 40, snapshot: bool = True) -> GridExplorer:
+    """Pick an example and see every head as a thumbnail: layers as rows, heads as columns."""
+    return GridExplorer(examples, max_tokens, snapshot)

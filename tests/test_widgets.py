@@ -1,0 +1,132 @@
+"""ipywidgets explorers (widgets.head_explorer, widgets.grid_explorer) on synthetic attention."""
+from __future__ import annotations
+
+import base64
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from bertlook_utils import viz, widgets
+from conftest import PAIR_TOKENS, identity_map, make_encoded, next_map, prev_map, stack_heads, uniform_map
+
+N = len(PAIR_TOKENS)
+
+
+@pytest.fixture
+def examples():
+    """Three inputs of 2 layers x 3 heads; every head is a different, easy-to-see pattern."""
+    maps = [prev_map(N), next_map(N), identity_map(N), uniform_map(N)]
+    out = []
+    for shift in range(3):
+        heads = [[maps[(shift + layer * 3 + head) % 4] for head in range(3)] for layer in range(2)]
+        tokens = PAIR_TOKENS if shift != 2 else ["[CLS]", "a", "dog", "barked", ".", "[SEP]", "loudly", "at",
+                                                  "night", "!", "[SEP]"]
+        out.append(make_encoded(tokens, stack_heads(heads)))
+    return out
+
+
+def shown_png(explorer) -> bytes:
+    (output,) = explorer.output.outputs
+    assert output["output_type"] == "display_data"
+    png = base64.b64decode(output["data"]["image/png"])
+    assert png.startswith(b"\x89PNG")
+    return png
+
+
+def shown_text(explorer) -> str:
+    return explorer.output.outputs[0]["data"]["text/plain"]
+
+
+def test_head_explorer_controls(examples):
+    explorer = widgets.head_explorer(examples)
+    labels = [label for label, _ in explorer.example.options]
+    assert [value for _, value in explorer.example.options] == [0, 1, 2]
+    assert labels[0] == "1: the cat sat. | it ran,!"  # a preview without [CLS] / [SEP], the pair's parts split
+    assert labels[2].startswith("3: a dog barked")
+    assert (explorer.layer.min, explorer.layer.max, explorer.layer.value) == (1, 2, 1)
+    assert (explorer.head.min, explorer.head.max, explorer.head.value) == (1, 3, 1)
+    assert set(explorer.controls) == {"example", "layer", "head"}
+    assert "bertlook-head-explorer" in explorer.widget._dom_classes
+    assert explorer.draws == 1 and shown_text(explorer) == "example 1, head 1-1"
+
+
+@pytest.mark.parametrize("control, value, text", [
+    ("layer", 2, "example 1, head 2-1"), ("head", 3, "example 1, head 1-3"), ("example", 2, "example 3, head 1-1")])
+def test_changing_a_control_redraws(examples, control, value, text):
+    explorer = widgets.head_explorer(examples)
+    before = shown_png(explorer)
+    explorer.controls[control].value = value
+    assert explorer.draws == 2
+    assert shown_text(explorer) == text
+    assert shown_png(explorer) != before  # a different head (or input) is a different picture
+    assert len(explorer.output.outputs) == 1  # replaced, not appended
+
+
+def test_sliders_are_one_indexed(examples, monkeypatch):
+    calls = []
+    real = viz.head_figure
+
+    def spy(enc, layer, head, **kwargs):
+        calls.append((enc, layer, head))
+        return real(enc, layer, head, **kwargs)
+
+    monkeypatch.setattr(viz, "head_figure", spy)
+    explorer = widgets.head_explorer(examples, layer=2, head=3)
+    explorer.example.value = 1
+    assert calls[0] == (examples[0], 2, 3)
+    assert calls[-1] == (examples[1], 2, 3)
+    # what is drawn for layer 2, head 3 is array [1, 2]
+    fig = real(examples[1], 2, 3)
+    np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), examples[1].attn[1, 2])
+    assert fig.axes[0].get_title() == "head 2-3"
+
+
+@pytest.mark.parametrize("bad", [[], (), "not examples", [np.zeros((2, 2))]])
+def test_bad_examples_raise(bad):
+    with pytest.raises(ValueError):
+        widgets.head_explorer(bad)
+    with pytest.raises(ValueError):
+        widgets.grid_explorer(bad)
+
+
+def test_mixed_model_sizes_and_bad_start_raise(examples):
+    other = make_encoded(["[CLS]", "x", "[SEP]"], np.stack([np.stack([identity_map(3)] * 4)]))
+    with pytest.raises(ValueError, match="different sizes"):
+        widgets.head_explorer(examples + [other])
+    with pytest.raises(ValueError, match="1-indexed"):
+        widgets.head_explorer(examples, layer=0)
+    with pytest.raises(ValueError, match="1-indexed"):
+        widgets.head_explorer(examples, head=4)
+
+
+def test_grid_explorer_redraws_per_example(examples):
+    open_before = plt.get_fignums()
+    explorer = widgets.grid_explorer(examples)
+    assert len(explorer.example.options) == 3 and set(explorer.controls) == {"example"}
+    assert "bertlook-grid-explorer" in explorer.widget._dom_classes
+    first = shown_png(explorer)
+    explorer.example.value = 1
+    assert explorer.draws == 2 and shown_png(explorer) != first
+    assert shown_text(explorer) == "example 2, every head"
+    assert plt.get_fignums() == open_before  # nothing left for the inline backend to show twice
+
+
+def test_display_shows_live_widget_and_static_snapshot(examples, monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kwargs: shown.append((obj, kwargs)))
+    explorer = widgets.head_explorer(examples)
+    first = shown_png(explorer)
+    explorer.head.value = 2  # the snapshot stays the first view
+    explorer._ipython_display_()
+    assert shown[0][0] is explorer.widget
+    assert explorer.output in explorer.widget.children
+    snapshot = [obj for obj, kwargs in shown if isinstance(obj, dict) and "image/png" in obj]
+    assert len(snapshot) == 1 and base64.b64decode(snapshot[0]["image/png"]) == first
+    assert any("Snapshot" in str(getattr(obj, "data", "")) for obj, _ in shown)
+
+    shown.clear()
+    widgets.head_explorer(examples, snapshot=False)._ipython_display_()
+    assert len(shown) == 1
