@@ -8,12 +8,13 @@ STAMP := $(VENV)/.installed
 ASSETS := node_modules/.installed
 MODEL ?=
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+TALK := slides/bertlook_talk.ipynb
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export BERTLOOK_MODEL := $(MODEL)
 
-.PHONY: setup assets run test unit nbval notebooks report bench lab clean
+.PHONY: setup assets browser run test unit nbval notebooks slides report bench lab clean
 
 setup: $(STAMP) $(ASSETS)
 
@@ -36,39 +37,47 @@ $(STAMP): pyproject.toml requirements.lock
 
 ## run: execute every notebook with the default model (or MODEL=...) into build/*.html, then build/report.md
 run: setup
-	mkdir -p build
-	$(VENV)/bin/jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=1800 \
-		--output-dir build $(NOTEBOOKS)
+	$(PY) tools/export.py --to html --execute --out build $(NOTEBOOKS)
 	$(PY) -m bertlook_utils.report --out build/report.md $(if $(MODEL),--model "$(MODEL)")
-	@echo "open build/*.html and build/report.md"
+	@echo "open build/*.html and build/report.md (offline pages)"
 
 ## report: only build/report.md (fast once the cache is warm)
 report: setup
 	$(PY) -m bertlook_utils.report --out build/report.md $(if $(MODEL),--model "$(MODEL)")
 
-## test: unit tests, then every committed notebook under nbval
+## test: unit and browser tests, then every committed notebook under nbval
 test: unit nbval
 
-unit: setup
+## browser: Debian's chromium for the browser tests (playwright drives it; it never downloads a browser)
+browser:
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+unit: setup browser
 	$(PY) -m pytest -q tests
 
 nbval: setup
 	$(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout=1800 -p no:randomly $(NOTEBOOKS)
+		--nbval-cell-timeout=1800 -p no:randomly $(NOTEBOOKS) $(TALK)
 
 ## notebooks: refresh navigation, re-execute the committed notebooks in place, regenerate the student copies
 ## (do it whenever package code they use changes)
 notebooks: setup
 	$(PY) tools/navigation.py
-	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 $(NOTEBOOKS)
+	$(PY) tools/slides.py $(NOTEBOOKS) $(TALK)
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.record_timing=False \
+		$(NOTEBOOKS) $(TALK)
 	$(PY) tools/student_copy.py
+
+## slides: offline reveal.js decks of the talk and every notebook (stored outputs) into build/slides/
+slides: setup
+	$(PY) tools/export.py --to slides
 
 ## bench: extraction + surface statistics vs a naive loop and the bare forward pass (benchmarks/README.md)
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench
 
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR)
 
 clean:
 	rm -rf build data/cache

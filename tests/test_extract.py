@@ -322,3 +322,22 @@ def test_check_attention_rejects_infinities_and_accepts_small_rounding():
     bad[1, 2, 3] = np.inf
     with pytest.raises(ValueError, match="infinite"):
         check_attention(bad)
+
+
+def test_code_version_ignores_presentation_modules_only(tmp_path, monkeypatch):
+    for name in ("surface.py", "viz.py", "newanalysis.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    monkeypatch.setattr(cache, "PACKAGE_DIR", tmp_path)
+
+    def version():
+        cache.code_version.cache_clear()
+        return cache.code_version()
+
+    base = version()
+    (tmp_path / "viz.py").write_text("x = 2\n")
+    assert version() == base  # a figure changed, no number did
+    for name in ("surface.py", "newanalysis.py"):
+        (tmp_path / name).write_text("x = 3\n")
+        assert version() != base
+        base = version()
+    cache.code_version.cache_clear()

@@ -1,0 +1,120 @@
+"""End-to-end tests in a real browser (Debian chromium via playwright), offline.
+
+(a) an exported notebook page shows the BertViz view with attention lines and token labels;
+(b) a slide deck advances to slide 2 and shows its figure;
+(c) JupyterLab on localhost opens 00_tour, runs every cell, a widget change redraws the heatmap and the
+    BertViz view renders.
+Each test asserts that no request left this machine and saves a screenshot under build/screenshots/.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from browser import ROOT, browser_page, chromium_available, is_local, jupyterlab, screenshot
+
+pytestmark = pytest.mark.skipif(not chromium_available(), reason="Debian chromium is not installed (make setup)")
+TOUR = ROOT / "notebooks" / "00_tour.ipynb"
+
+
+def assert_offline(requests: list[str]) -> None:
+    remote = sorted({url for url in requests if not is_local(url)})
+    assert not remote, f"requests left this machine: {remote[:10]}"
+
+
+def bertviz_frame(page, timeout_s: float = 30):
+    """The first frame that holds a BertViz drawing (an <svg> with token labels)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        for frame in page.frames:
+            try:
+                if frame.locator("svg text").count() > 2:
+                    return frame
+            except Exception:  # a frame that navigated away meanwhile
+                continue
+        time.sleep(0.5)
+    raise AssertionError("no frame with a BertViz SVG appeared")
+
+
+def assert_bertviz_drawn(frame, tokens: list[str]) -> None:
+    labels = [t.strip() for t in frame.locator("svg text").all_text_contents()]
+    assert any(token in labels for token in tokens), f"token labels missing: {labels[:20]}"
+    lines = frame.locator("svg line, svg path").count()
+    assert lines > len(tokens), f"only {lines} attention lines drawn"
+
+
+def test_exported_notebook_shows_bertviz(tmp_path):
+    subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"), "--to", "html", "--out", str(tmp_path),
+                    str(TOUR)], check=True, cwd=ROOT)
+    page_path = tmp_path / "00_tour.html"
+    with browser_page() as (page, requests):
+        page.goto(page_path.as_uri())
+        frame = bertviz_frame(page)
+        frame.locator("svg").first.scroll_into_view_if_needed()
+        assert_bertviz_drawn(frame, ["chef", "soup"])
+        screenshot(page, "export_00_tour_bertviz.png")
+        assert_offline(requests)
+
+
+def test_slide_deck_advances_to_slide_two_with_a_figure(tmp_path):
+    subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"), "--to", "slides", "--out", str(tmp_path),
+                    str(ROOT / "slides" / "bertlook_talk.ipynb")], check=True, cwd=ROOT)
+    deck = next(tmp_path.glob("*.slides.html"))
+    with browser_page(1280, 800) as (page, requests):
+        page.goto(deck.as_uri())
+        page.wait_for_selector(".reveal.ready .slides section.present")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("location.hash === '#/1'")
+        page.wait_for_timeout(1500)  # let the fade between slides finish before looking
+        present = page.locator(".reveal .slides > section.present")
+        figure = present.locator("img, svg").first
+        figure.wait_for(state="visible", timeout=10_000)
+        assert figure.bounding_box()["width"] > 200
+        screenshot(page, "slides_talk_slide2.png")
+        assert_offline(requests)
+
+
+def test_jupyterlab_runs_the_tour_with_live_widgets_and_bertviz(tmp_path):
+    shutil.copy(TOUR, tmp_path / TOUR.name)  # JupyterLab saves what it runs: work on a copy
+    with jupyterlab(tmp_path) as (url, token), browser_page(1400, 1000) as (page, requests):
+        page.goto(f"{url}/lab/tree/{TOUR.name}?token={token}")
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+        page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                               " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+                               " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel",
+                               timeout=90_000)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        n_code = page.locator(".jp-CodeCell").count()
+        page.wait_for_function(
+            f"""() => {{
+                const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);
+                return prompts.length === {n_code} && prompts.every(p => /\\[\\d+\\]/.test(p));
+            }}""", timeout=240_000)
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'] .jp-RenderedText"
+                              ", .jp-RenderedText[data-mime-type='application/vnd.jupyter.error']")
+        assert errors.count() == 0, errors.first.inner_text()[:500]
+
+        explorer = page.locator(".bertlook-head-explorer").first
+        explorer.scroll_into_view_if_needed()
+        image = explorer.locator(".jp-OutputArea-output img").first
+        image.wait_for(state="visible", timeout=30_000)
+        before = image.get_attribute("src")
+        head = explorer.locator(".widget-slider").nth(1).locator("input.widget-readout, .widget-readout").first
+        head.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.type("5")
+        page.keyboard.press("Enter")
+        page.wait_for_function("(before) => { const img = document.querySelector('.bertlook-head-explorer "
+                               ".jp-OutputArea-output img'); return img && img.src !== before; }", arg=before,
+                               timeout=30_000)
+        screenshot(page, "lab_00_tour_explorer.png")
+
+        frame = bertviz_frame(page)
+        frame.locator("svg").first.scroll_into_view_if_needed()
+        assert_bertviz_drawn(frame, ["chef", "soup"])
+        screenshot(page, "lab_00_tour_bertviz.png")
+        assert_offline(requests)
