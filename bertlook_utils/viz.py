@@ -333,6 +333,18 @@ def _bertviz():
     return bertviz
 
 
+def _offline_view(enc: Encoded, decimals: int, title: str, render, fallback):
+    """`render(bertviz, attention, sentence_b_start)` -> BertViz's returned HTML, made offline; or, when the
+    assets or bertviz are missing, a note and the static figure `fallback()`."""
+    from .assets import AssetsMissingError
+
+    try:
+        page = render(_bertviz(), *_bertviz_attention(enc, decimals))
+        return offline_document(page.data, title)
+    except AssetsMissingError as error:
+        return _static_fallback(error, fallback)
+
+
 def head_view(enc: Encoded, layer: int | None = None, heads=None, decimals: int = 3):
     """BertViz's head view of one input, offline: every head of one layer as lines from each token
     (left) to the tokens it attends to (right), one colour per head; a menu picks the layer and, for a
@@ -342,20 +354,18 @@ def head_view(enc: Encoded, layer: int | None = None, heads=None, decimals: int 
     Without the npm assets (`make assets`) it shows a note and returns a static matplotlib Figure
     (`plot_lines` of the layer and the first head asked for). BertViz's neuron view is not offered:
     it needs BertViz's own model copies from the model hub and S3 (boto3), so it cannot run offline."""
-    from .assets import AssetsMissingError
-
     n_layers, n_heads = enc.attn.shape[:2]
     layer0 = _zero_based(layer, n_layers, "layers")
     heads0 = _zero_based(heads, n_heads, "heads")
-    try:
-        bertviz = _bertviz()
-        attention, b_start = _bertviz_attention(enc, decimals)
-        page = bertviz.head_view(attention, list(enc.tokens), sentence_b_start=b_start,
-                                 layer=layer0[0] if layer0 else None, heads=heads0, html_action="return")
-        document = offline_document(page.data, "BertViz head view")
-    except AssetsMissingError as error:
-        first = 1 + (heads0[0] if heads0 else 0)
-        return _static_fallback(error, lambda: plot_lines(enc, layer or 1, first, stop=min(enc.n_tokens, 64)).figure)
+    first = 1 + (heads0[0] if heads0 else 0)
+    document = _offline_view(
+        enc, decimals, "BertViz head view",
+        lambda bertviz, attention, b_start: bertviz.head_view(
+            attention, list(enc.tokens), sentence_b_start=b_start, layer=layer0[0] if layer0 else None,
+            heads=heads0, html_action="return"),
+        lambda: plot_lines(enc, layer or 1, first, stop=min(enc.n_tokens, 64)).figure)
+    if not isinstance(document, str):
+        return document  # the static fallback figure
     height = int(40 + 30 + 22.5 * enc.n_tokens + 30)
     return BertVizView(document, height, "BertViz head view")
 
@@ -368,19 +378,17 @@ def model_view(enc: Encoded, include_layers=None, include_heads=None, display_mo
 
     Without the npm assets (`make assets`) it shows a note and returns a static matplotlib Figure
     (`plot_model_grid`). The neuron view is left out (see `head_view`)."""
-    from .assets import AssetsMissingError
-
     n_layers, n_heads = enc.attn.shape[:2]
     layers0 = _zero_based(include_layers, n_layers, "layers")
     heads0 = _zero_based(include_heads, n_heads, "heads")
-    try:
-        bertviz = _bertviz()
-        attention, b_start = _bertviz_attention(enc, decimals)
-        page = bertviz.model_view(attention, list(enc.tokens), sentence_b_start=b_start, display_mode=display_mode,
-                                  include_layers=layers0, include_heads=heads0, html_action="return")
-        document = offline_document(page.data, "BertViz model view")
-    except AssetsMissingError as error:
-        return _static_fallback(error, lambda: plot_model_grid(enc))
+    document = _offline_view(
+        enc, decimals, "BertViz model view",
+        lambda bertviz, attention, b_start: bertviz.model_view(
+            attention, list(enc.tokens), sentence_b_start=b_start, display_mode=display_mode,
+            include_layers=layers0, include_heads=heads0, html_action="return"),
+        lambda: plot_model_grid(enc))
+    if not isinstance(document, str):
+        return document  # the static fallback figure
     shown_layers = len(layers0 or range(n_layers))
     thumbnail = enc.n_tokens * 7 * 12 / n_heads + 10  # BertViz sizes thumbnails by the model's head count
     detail = enc.n_tokens * 18 + 30 + 25
