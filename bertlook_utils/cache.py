@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import tempfile
 import warnings
 from functools import lru_cache
@@ -20,24 +21,37 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_CACHE_DIR = PACKAGE_DIR.parent / "data" / "cache"
 
 
-# modules that only present results: editing them leaves every cached number valid
-PRESENTATION_MODULES = frozenset({"__init__.py", "viz.py", "widgets.py", "assets.py", "report.py", "paper.py"})
+_IMPORT = re.compile(r"^from \.(\w*) import ([\w, ]+)", re.MULTILINE)
 
 
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """sha256 of the source of every module that computes (all but PRESENTATION_MODULES): a change to
-    any of them invalidates cached results; a new module counts unless it is listed there."""
+def _package_imports(name: str) -> set[str]:
+    """Names of the package modules that module `name` imports (`from .x import` / `from . import x`)."""
+    found = set()
+    for module, names in _IMPORT.findall((PACKAGE_DIR / f"{name}.py").read_text()):
+        found.update([module] if module else (n.strip() for n in names.split(",")))
+    return {m for m in found if (PACKAGE_DIR / f"{m}.py").exists()}
+
+
+@lru_cache(maxsize=None)
+def code_version(name: str) -> str:
+    """sha256 of the source of package module `name` (e.g. "surface") and of every package module it
+    imports, directly or not: editing any of them invalidates the results it cached; editing another
+    module (a figure, a new analysis) leaves them valid."""
+    todo, seen = [name], set()
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(_package_imports(module))
     digest = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.glob("*.py")):
-        if path.name not in PRESENTATION_MODULES:
-            digest.update(path.name.encode() + path.read_bytes())
+    for module in sorted(seen):
+        digest.update(module.encode() + (PACKAGE_DIR / f"{module}.py").read_bytes())
     return digest.hexdigest()
 
 
-def entry_path(cache_dir: Path | str, name: str, *keys: str) -> Path:
-    """cache_dir/<name>-<hash of keys and code version>.npz"""
-    key = hashlib.sha256("|".join((*keys, code_version())).encode()).hexdigest()
+def entry_path(cache_dir: Path | str, name: str, *keys: str, version: str) -> Path:
+    """cache_dir/<name>-<hash of keys and the code version>.npz"""
+    key = hashlib.sha256("|".join((*keys, version)).encode()).hexdigest()
     return Path(cache_dir) / f"{name}-{key[:24]}.npz"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_result
+from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
 
 GENSIM_WIKI = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 MIN_PARAGRAPH_CHARS = 200
@@ -131,7 +131,8 @@ def make_segments(tokenizer, n: int = 1000, seed: int = 0, max_len: int = 128,
     if n < 1:
         raise ValueError(f"n must be at least 1, not {n}")
     if cache_dir is not None:
-        path = entry_path(cache_dir, "segments", tokenizer_fingerprint(tokenizer), f"{n}/{seed}/{max_len}")
+        path = entry_path(cache_dir, "segments", tokenizer_fingerprint(tokenizer), f"{n}/{seed}/{max_len}",
+                          version=code_version("corpora"))
         cached = load_result(path)
         if cached is not None:
             return [Segment(*fields) for fields in json.loads(str(cached["segments"]))]

@@ -2,13 +2,14 @@
 
     results = reduce(encoder, segments, [TokenStats(), EntropyStats(), KeepExamples(8)])
 
-Each reducer's result is cached on disk (`cache`), keyed by model fingerprint + data fingerprint + code
-version + the reducer's own key; a missing, stale, truncated or tampered entry is recomputed. Only
+Each reducer's result is cached on disk (`cache`), keyed by model fingerprint + data fingerprint + the
+version of the reducer's code (its module and what that imports) + the reducer's own key; a missing, stale, truncated or tampered entry is recomputed. Only
 reducers without a valid entry take part in the (single) pass.
 """
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_result
+from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
 from .corpora import Segment, segments_fingerprint
 from .models import Encoded, Encoder
 
@@ -145,6 +146,16 @@ def items_fingerprint(items: Sequence) -> str:
     return hashlib.sha256(json.dumps(list(items), ensure_ascii=False).encode()).hexdigest()
 
 
+def reducer_version(reducer: Reducer) -> str:
+    """Code version of a reducer: its package module with everything that imports; for a reducer
+    defined outside the package, the source file of its class plus this engine."""
+    package, _, module = type(reducer).__module__.rpartition(".")
+    if package == __package__:
+        return code_version(module)
+    source = Path(inspect.getfile(type(reducer))).read_bytes()
+    return hashlib.sha256(source + code_version("extract").encode()).hexdigest()
+
+
 def _as_item(item):
     return item.pair if isinstance(item, Segment) else item
 
@@ -162,7 +173,9 @@ def reduce(encoder: Encoder, items: Sequence, reducers: Iterable[Reducer], batch
     data_key = items_fingerprint(items)
     for reducer in reducers:
         if cache_dir is not None:
-            paths[id(reducer)] = path = entry_path(cache_dir, reducer.name, encoder.fingerprint, data_key, reducer.key)
+            path = entry_path(cache_dir, reducer.name, encoder.fingerprint, data_key, reducer.key,
+                              version=reducer_version(reducer))
+            paths[id(reducer)] = path
             cached = load_result(path)
             if cached is not None:
                 reducer.load(cached)

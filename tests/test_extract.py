@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bertlook_utils import cache
+from bertlook_utils import cache, extract
 from bertlook_utils.cache import entry_path, load_result, save_result
 from bertlook_utils.corpora import Segment
 from bertlook_utils.extract import KeepExamples, check_attention, is_punctuation, items_fingerprint, reduce
@@ -204,30 +204,27 @@ def test_different_model_data_or_code_gives_a_different_file(encoder, segments, 
     assert len(files()) == 3
     seen = files()
 
-    monkeypatch.setattr(cache, "code_version", lambda: "another code version")  # code key
+    monkeypatch.setattr(extract, "code_version", lambda name: "another code version")  # code key
     reduce(encoder, segments[:1], [TokenStats()], cache_dir=tmp_path, progress=False)
     assert len(files()) == 4 and seen < files()
 
 
-def test_entry_path_depends_on_every_key(tmp_path, monkeypatch):
-    base = entry_path(tmp_path, "token_stats", "model", "data", "token_stats")
-    assert base == entry_path(tmp_path, "token_stats", "model", "data", "token_stats")
+def test_entry_path_depends_on_every_key(tmp_path):
+    def path(name="token_stats", model="model", data="data", key="token_stats", version="v1"):
+        return entry_path(tmp_path, name, model, data, key, version=version)
+
+    base = path()
+    assert base == path()
     assert base.parent == tmp_path and base.name.startswith("token_stats-") and base.suffix == ".npz"
-    variants = {
-        entry_path(tmp_path, "token_stats", "model2", "data", "token_stats"),
-        entry_path(tmp_path, "token_stats", "model", "data2", "token_stats"),
-        entry_path(tmp_path, "examples", "model", "data", "examples-3"),
-        entry_path(tmp_path, "examples", "model", "data", "examples-4"),
-    }
-    monkeypatch.setattr(cache, "code_version", lambda: "another code version")
-    variants.add(entry_path(tmp_path, "token_stats", "model", "data", "token_stats"))
+    variants = {path(model="model2"), path(data="data2"), path("examples", key="examples-3"),
+                path("examples", key="examples-4"), path(version="v2")}
     assert len(variants) == 5 and base not in variants
 
 
 def test_code_version_is_a_stable_sha256():
-    assert cache.code_version() == cache.code_version()
-    assert len(cache.code_version()) == 64
-    int(cache.code_version(), 16)
+    assert cache.code_version("surface") == cache.code_version("surface")
+    assert len(cache.code_version("surface")) == 64
+    int(cache.code_version("surface"), 16)
 
 
 def _truncate(raw: bytes) -> bytes:
@@ -324,20 +321,23 @@ def test_check_attention_rejects_infinities_and_accepts_small_rounding():
         check_attention(bad)
 
 
-def test_code_version_ignores_presentation_modules_only(tmp_path, monkeypatch):
-    for name in ("surface.py", "viz.py", "newanalysis.py"):
-        (tmp_path / name).write_text("x = 1\n")
+def test_code_version_follows_package_imports_only(tmp_path, monkeypatch):
+    sources = {"engine": "x = 1\n", "surface": "from .engine import x\n", "viz": "from .surface import x\n",
+               "syntax": "from . import engine, wordlevel\n", "wordlevel": "y = 1\n"}
+    for name, text in sources.items():
+        (tmp_path / f"{name}.py").write_text(text)
     monkeypatch.setattr(cache, "PACKAGE_DIR", tmp_path)
 
-    def version():
+    def versions():
         cache.code_version.cache_clear()
-        return cache.code_version()
+        return {name: cache.code_version(name) for name in ("surface", "syntax")}
 
-    base = version()
-    (tmp_path / "viz.py").write_text("x = 2\n")
-    assert version() == base  # a figure changed, no number did
-    for name in ("surface.py", "newanalysis.py"):
-        (tmp_path / name).write_text("x = 3\n")
-        assert version() != base
-        base = version()
+    base = versions()
+    (tmp_path / "viz.py").write_text("from .surface import x  # a figure changed, no number did\n")
+    assert versions() == base
+    (tmp_path / "wordlevel.py").write_text("y = 2\n")  # imported by syntax only
+    changed = versions()
+    assert changed["surface"] == base["surface"] and changed["syntax"] != base["syntax"]
+    (tmp_path / "engine.py").write_text("x = 2\n")  # imported by both, directly or not
+    assert all(versions()[name] != changed[name] for name in changed)
     cache.code_version.cache_clear()
