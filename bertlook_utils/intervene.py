@@ -1,0 +1,232 @@
+"""Edit attention probabilities inside a BERT-family model's forward pass.
+
+    with intervene.edit_attention(encoder.model, edit):
+        outputs = encoder.model(**inputs)
+
+`edit(layer, probs) -> probs` is called once per self-attention layer (0-based `layer`) with the
+probabilities `probs` [B, H, T, T] (after the softmax and the padding mask, before they multiply the
+values) and returns the tensor to use instead, same shape. It stays in the autograd graph, so an edit
+can also capture probabilities for gradients (see `Capture`).
+
+How: transformers looks up the attention function by `config._attn_implementation` at every call. We
+register an eager-equivalent function under our own name (`IMPLEMENTATION`) once, and inside the context
+point the model's config(s) at it; the padding mask is built exactly as for "eager". On exit (also after
+an exception) the configs get their old implementation back and the model forgets the edit.
+
+Edit factories: `uniform_head` (Kovaleva et al.'s head disabling), `drain_tokens` (move the mass on given
+columns to the other tokens), `drain_random` (move the same mass away from randomly chosen tokens, the
+control), `Capture` (keep every layer's probabilities with their gradients).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import torch
+from torch import nn
+from transformers import AttentionInterface, PretrainedConfig
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+Edit = Callable[[int, torch.Tensor], torch.Tensor]
+IMPLEMENTATION = "bertlook_edit"
+MODES = ("renormalise", "uniform")
+
+_ACTIVE: dict[nn.Module, tuple[int, Edit]] = {}  # module of layer i -> (i, edit), while a context is open
+
+
+def _edited_eager_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                            attention_mask: torch.Tensor | None, scaling: float | None = None,
+                            dropout: float = 0.0, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+    """transformers' eager attention with the active edit applied to the probabilities."""
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask[:, :, :, : key.shape[-2]]
+    probs = nn.functional.softmax(scores, dim=-1)
+    active = _ACTIVE.get(module)
+    if active is not None:
+        layer, edit = active
+        edited = edit(layer, probs)
+        if not isinstance(edited, torch.Tensor) or edited.shape != probs.shape:
+            raise ValueError(f"the attention edit must return a tensor of shape {tuple(probs.shape)} for layer "
+                             f"{layer}, got {getattr(edited, 'shape', type(edited).__name__)}")
+        probs = edited
+    probs = nn.functional.dropout(probs, p=dropout, training=module.training)
+    output = torch.matmul(probs, value).transpose(1, 2).contiguous()
+    return output, probs
+
+
+AttentionInterface.register(IMPLEMENTATION, _edited_eager_attention)
+AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+
+
+def encoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The model's list of transformer layers (the first ModuleList with one entry per hidden layer)."""
+    n = model.config.num_hidden_layers
+    for module in model.modules():
+        if isinstance(module, nn.ModuleList) and len(module) == n:
+            return module
+    raise ValueError(f"found no list of {n} transformer layers in {type(model).__name__}; "
+                     "edit_attention works with BERT-family encoders (BERT, RoBERTa, ELECTRA, DistilBERT)")
+
+
+@contextmanager
+def edit_attention(model: nn.Module, edit: Edit) -> Iterator[nn.Module]:
+    """Run `model` with `edit(layer, probs)` applied to every self-attention layer's probabilities."""
+    if not callable(edit):
+        raise TypeError("edit must be a function edit(layer, probs) -> probs")
+    layers = encoder_layers(model)
+    configs = {id(m.config): m.config for m in model.modules() if isinstance(getattr(m, "config", None),
+                                                                               PretrainedConfig)}
+    entries = {m: (i, edit) for i, layer in enumerate(layers) for m in layer.modules()}
+    previous_entries = {m: _ACTIVE.get(m) for m in entries}
+    previous_impl = {key: config._attn_implementation for key, config in configs.items()}
+    try:
+        _ACTIVE.update(entries)
+        for config in configs.values():
+            config._attn_implementation = IMPLEMENTATION
+        yield model
+    finally:
+        for key, config in configs.items():
+            config._attn_implementation = previous_impl[key]
+        for m, old in previous_entries.items():
+            if old is None:
+                _ACTIVE.pop(m, None)
+            else:
+                _ACTIVE[m] = old
+
+
+# -- edit factories ---------------------------------------------------------------------------------
+def _heads(probs: torch.Tensor, head: int | None) -> slice:
+    if head is None:
+        return slice(None)
+    if not 0 <= head < probs.shape[1]:
+        raise ValueError(f"head {head} does not exist (0-based; the layer has {probs.shape[1]} heads)")
+    return slice(head, head + 1)
+
+
+def _columns(mask: torch.Tensor, probs: torch.Tensor, what: str) -> torch.Tensor:
+    """bool [B, T] -> [B, 1, 1, T] in probs' dtype, after checking its shape."""
+    if mask.shape != (probs.shape[0], probs.shape[-1]):
+        raise ValueError(f"{what} must be a bool mask [batch, tokens] = {(probs.shape[0], probs.shape[-1])}, "
+                         f"got {tuple(mask.shape)}")
+    return mask.to(device=probs.device, dtype=probs.dtype)[:, None, None, :]
+
+
+def redistribute(probs: torch.Tensor, removed: torch.Tensor, receivers: torch.Tensor, mode: str) -> torch.Tensor:
+    """Take `removed` [..., T] (0 <= removed <= probs) out of each row and give the row's removed total to the
+    `receivers` (0/1 weights broadcastable to probs): "renormalise" in proportion to what they hold after the
+    removal, "uniform" in equal shares. Rows keep summing to 1; a row whose receivers hold nothing under
+    "renormalise" gets equal shares."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    kept = probs - removed
+    total = removed.sum(-1, keepdim=True)
+    receivers = receivers.expand_as(probs)
+    if (receivers.sum(-1) == 0).any():
+        raise ValueError("some row has no token left to receive the moved attention")
+    shares = receivers / receivers.sum(-1, keepdim=True)
+    if mode == "renormalise":
+        weights = kept * receivers
+        norm = weights.sum(-1, keepdim=True)
+        shares = torch.where(norm > 0, weights / norm.clamp_min(torch.finfo(probs.dtype).tiny), shares)
+    return kept + total * shares
+
+
+def uniform_head(layer: int, head: int | None = None, valid: torch.Tensor | None = None) -> Edit:
+    """Disable a head (all heads of the layer when head is None): its rows become uniform over the
+    input's tokens (`valid` bool [B, T]; None = no padding), as Kovaleva et al. disable heads."""
+    def edit(current: int, probs: torch.Tensor) -> torch.Tensor:
+        if current != layer:
+            return probs
+        heads = _heads(probs, head)
+        columns = torch.ones_like(probs[:, :1, :1, :]) if valid is None else _columns(valid, probs, "valid")
+        out = probs.clone()
+        out[:, heads] = (columns / columns.sum(-1, keepdim=True)).expand_as(out[:, heads])
+        return out
+    return edit
+
+
+def drain_tokens(layer: int, sources: torch.Tensor, receivers: torch.Tensor, mode: str = "renormalise",
+                 head: int | None = None) -> Edit:
+    """Move all attention on the `sources` columns (bool [B, T], e.g. [CLS] and [SEP]) to the `receivers`
+    columns (bool [B, T]), in `layer` (one head, or all when head is None); see `redistribute`."""
+    if (sources & receivers).any():
+        raise ValueError("a token cannot be both a source and a receiver of the moved attention")
+
+    def edit(current: int, probs: torch.Tensor) -> torch.Tensor:
+        if current != layer:
+            return probs
+        heads = _heads(probs, head)
+        part = probs[:, heads]
+        moved = redistribute(part, part * _columns(sources, probs, "sources"),
+                             _columns(receivers, probs, "receivers"), mode)
+        out = probs.clone()
+        out[:, heads] = moved
+        return out
+    return edit
+
+
+def random_removal(probs: torch.Tensor, amount: torch.Tensor, candidates: torch.Tensor,
+                   generator: torch.Generator) -> torch.Tensor:
+    """Mass to remove [..., T]: for each row, walk the `candidates` columns (0/1, broadcastable) in a random
+    order and take them whole until `amount` [..., 1] is reached (the last one in part). Where the candidates
+    hold less than `amount`, all of it is taken."""
+    keys = torch.rand(probs.shape, generator=generator, dtype=torch.float64).to(probs.device)
+    keys = torch.where(candidates.expand_as(probs) > 0, keys, torch.full_like(keys, 2.0))
+    order = keys.argsort(dim=-1)
+    mass = (probs * candidates).gather(-1, order)
+    before = mass.cumsum(-1) - mass
+    taken = torch.minimum(mass, (amount - before).clamp_min(0))
+    return torch.zeros_like(probs).scatter(-1, order, taken)
+
+
+def drain_random(layer: int, sinks: torch.Tensor, valid: torch.Tensor, mode: str = "renormalise",
+                 head: int | None = None, seed: int = 0) -> Edit:
+    """The control for `drain_tokens(layer, sinks, valid & ~sinks)`: per row, remove the same mass that row
+    puts on the `sinks` from randomly chosen ordinary tokens (seeded), and give it to the ordinary tokens
+    not drained (not to the sinks, which keep their attention; where every ordinary token was drained, to all
+    of them). Rows whose ordinary tokens hold less than the sink mass lose all of it (`random_removal`);
+    `edit.matched` is the removed mass over the sink mass in the last call (1.0 when fully matched)."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def edit(current: int, probs: torch.Tensor) -> torch.Tensor:
+        if current != layer:
+            return probs
+        heads = _heads(probs, head)
+        part = probs[:, heads]
+        sink = _columns(sinks, probs, "sinks")
+        ordinary = _columns(valid, probs, "valid") * (1 - sink)
+        target = (part * sink).sum(-1, keepdim=True)
+        removed = random_removal(part, target, ordinary, generator)
+        receivers = ordinary * (removed == 0)
+        receivers = torch.where(receivers.sum(-1, keepdim=True) > 0, receivers, ordinary.expand_as(part))
+        edit.matched = float(removed.sum() / target.sum().clamp_min(torch.finfo(probs.dtype).tiny))
+        out = probs.clone()
+        out[:, heads] = redistribute(part, removed, receivers, mode)
+        return out
+    edit.matched = float("nan")
+    return edit
+
+
+class Capture:
+    """An edit that keeps every layer's probabilities in the graph: after a forward pass and
+    `loss.backward()`, `probs[layer]` [B, H, T, T] and `grads[layer]` hold α and ∂loss/∂α."""
+
+    def __init__(self):
+        self.probs: dict[int, torch.Tensor] = {}
+
+    def __call__(self, layer: int, probs: torch.Tensor) -> torch.Tensor:
+        if probs.requires_grad:
+            probs.retain_grad()
+        self.probs[layer] = probs
+        return probs
+
+    @property
+    def grads(self) -> dict[int, torch.Tensor]:
+        missing = [layer for layer, p in self.probs.items() if p.grad is None]
+        if missing or not self.probs:
+            raise RuntimeError("no gradients captured: run the forward pass inside edit_attention with gradients "
+                               "enabled, then call backward() on a loss")
+        return {layer: p.grad for layer, p in self.probs.items()}
