@@ -1,0 +1,471 @@
+"""Coreference heads (Clark et al. 2019, §5, Table 2): antecedent selection by attention and by baselines.
+
+For every coreferent mention (a mention whose entity was mentioned before) a system picks one earlier
+mention; it is right when that mention is one of the antecedents (an earlier mention of the same entity).
+An attention head picks the earlier mention whose head word the mention's head word attends to most
+(word-level maps, [CLS] = word 0). Baselines: the nearest mention; the nearest mention with the same head
+word (else the nearest); a rule-based sieve (exact string match -> head match -> number / gender / person /
+animacy agreement -> nearest). The best head is selected on one half of the passages and reported on the
+other; 95 % intervals come from a bootstrap over passages.
+
+    result = analyse(encoder, corefdata.read_jsonl())
+    result.table          # Table 2 on the held-out half: system, type, accuracy, low, high, n
+    comparison(result)    # the paper's Table 2 beside this run's
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from . import paper
+from .cache import DEFAULT_CACHE_DIR
+from .corefdata import TYPES, Passage
+from .extract import Batch, Reducer, check_attention, reduce
+from .wordlevel import to_word_level
+
+BASELINES = ("nearest mention", "head-word match", "rule-based (sieves)")
+COLUMNS = ("all", *TYPES)
+
+
+# -- the mentions to resolve -------------------------------------------------------------------------
+def mention_table(passages: Sequence[Passage]) -> pd.DataFrame:
+    """One row per coreferent mention: passage (index), mention (index in its passage), type, text,
+    head_word, candidates (earlier mentions), rank (1 = its nearest antecedent is the nearest earlier
+    mention, 2 = the one before, ...), distance (words between its head and its nearest antecedent's)."""
+    rows = []
+    for p_index, p in enumerate(passages):
+        for i in p.coreferent():
+            m = p.mentions[i]
+            nearest = max(p.antecedents(i))
+            rows.append(dict(passage=p_index, id=p.id, mention=i, type=m.type, text=p.mention_text(i),
+                             head_word=p.words[m.head], candidates=i, rank=i - nearest,
+                             distance=m.head - p.mentions[nearest].head))
+    if not rows:
+        raise ValueError("the passages hold no coreferent mentions (no entity is mentioned twice)")
+    return pd.DataFrame(rows)
+
+
+def antecedent_mask(passages: Sequence[Passage], mentions: pd.DataFrame, width: int | None = None) -> np.ndarray:
+    """bool [N, width]: is earlier mention j an antecedent of row n's mention? (False beyond the earlier
+    mentions; width defaults to the most earlier mentions of any row)."""
+    width = width if width is not None else int(mentions["mention"].max())
+    mask = np.zeros((len(mentions), width), dtype=bool)
+    for n, (k, i) in enumerate(zip(mentions["passage"], mentions["mention"])):
+        mask[n, passages[k].antecedents(i)] = True
+    return mask
+
+
+def is_correct(passages: Sequence[Passage], mentions: pd.DataFrame, chosen: np.ndarray) -> np.ndarray:
+    """chosen [N, ...] earlier-mention indices -> bool [N, ...]: is it an antecedent of row n's mention?"""
+    chosen = np.asarray(chosen)
+    limit = mentions["mention"].to_numpy().reshape(-1, *[1] * (chosen.ndim - 1))
+    if chosen.shape[:1] != (len(mentions),) or np.any(chosen < 0) or np.any(chosen >= limit):
+        raise ValueError("chosen must hold one earlier mention (0 .. i-1) per row of mentions")
+    mask = antecedent_mask(passages, mentions)
+    rows = np.arange(len(mentions)).reshape(limit.shape)
+    return mask[rows, chosen]
+
+
+# -- baselines ----------------------------------------------------------------------------------------
+def _text(p: Passage, j: int) -> str:
+    return p.mention_text(j).lower()
+
+
+def _head(p: Passage, j: int) -> str:
+    return p.words[p.mentions[j].head].lower()
+
+
+def nearest_mention(p: Passage, i: int) -> int:
+    """The mention just before mention i."""
+    return i - 1
+
+
+def head_word_match(p: Passage, i: int) -> int:
+    """The nearest earlier mention with the same head word (lower-cased); else the nearest mention."""
+    for j in range(i - 1, -1, -1):
+        if _head(p, j) == _head(p, i):
+            return j
+    return i - 1
+
+
+def agrees(a, b) -> bool:
+    """Number, person and animacy equal; gender equal or unknown on either side."""
+    return (a.number == b.number and a.person == b.person and a.animacy == b.animacy
+            and (a.gender == b.gender or "unknown" in (a.gender, b.gender)))
+
+
+def sieve(p: Passage, i: int) -> int:
+    """Rule-based sieves in order of precision, each picking the nearest mention it allows:
+    1. exact string match (not for pronouns); 2. head-word match (not for pronouns, candidates not
+    pronouns); 3. number / gender / person / animacy agreement; 4. the nearest mention."""
+    m = p.mentions[i]
+    earlier = range(i - 1, -1, -1)
+    if m.type != "pronoun":
+        for j in earlier:
+            if p.mentions[j].type != "pronoun" and _text(p, j) == _text(p, i):
+                return j
+        for j in earlier:
+            if p.mentions[j].type != "pronoun" and _head(p, j) == _head(p, i):
+                return j
+    for j in earlier:
+        if agrees(p.mentions[j], m):
+            return j
+    return i - 1
+
+
+def kth_previous(k: int) -> Callable[[Passage, int], int]:
+    """A position-only system: the k-th mention before mention i (or the first mention)."""
+    return lambda p, i: max(i - k, 0)
+
+
+SYSTEMS: dict[str, Callable[[Passage, int], int]] = {
+    "nearest mention": nearest_mention, "head-word match": head_word_match, "rule-based (sieves)": sieve}
+
+
+def choose(passages: Sequence[Passage], mentions: pd.DataFrame, system: Callable[[Passage, int], int]) -> np.ndarray:
+    """int [N]: the earlier mention `system(passage, i)` picks for every row of `mentions`."""
+    return np.array([system(passages[k], i) for k, i in zip(mentions["passage"], mentions["mention"])])
+
+
+# -- attention ----------------------------------------------------------------------------------------
+def antecedent_attention(word_attn: np.ndarray, passage: Passage, first_word: int = 1,
+                         width: int | None = None) -> np.ndarray:
+    """word_attn [L, H, m, m] of one passage (rows sum to 1; passage word w is word w + first_word, as
+    after [CLS]) -> float32 [n_coreferent, L, H, width]: for each coreferent mention (in
+    `passage.coreferent()` order) and head, the attention from its head word to the head word of each
+    earlier mention 0, 1, ...; -1 beyond the earlier mentions (width defaults to the most there are)."""
+    word_attn = np.asarray(word_attn)
+    if word_attn.ndim != 4 or word_attn.shape[-1] != word_attn.shape[-2]:
+        raise ValueError(f"word_attn must be [layers, heads, m, m], got {word_attn.shape}")
+    heads = np.array([m.head for m in passage.mentions], dtype=int) + first_word
+    if len(heads) and heads.max() >= word_attn.shape[-1]:
+        raise ValueError(f"passage {passage.id}: a mention head (word {heads.max()}) lies beyond the "
+                         f"{word_attn.shape[-1]} words of the map; encode the passage's own words")
+    check_attention(word_attn)
+    rows = passage.coreferent()
+    width = width if width is not None else max(rows, default=0)
+    if rows and max(rows) > width:
+        raise ValueError(f"passage {passage.id} has {max(rows)} earlier mentions, more than width={width}")
+    out = np.full((len(rows), *word_attn.shape[:2], width), -1, dtype=np.float32)
+    for r, i in enumerate(rows):
+        out[r, ..., :i] = word_attn[:, :, heads[i], :][..., heads[:i]]
+    return out
+
+
+def choose_by_attention(word_attn: np.ndarray, passage: Passage, first_word: int = 1) -> np.ndarray:
+    """int [n_coreferent, L, H]: for each coreferent mention and head, the earlier mention whose head
+    word its head word attends to most (see `antecedent_attention`)."""
+    return np.argmax(antecedent_attention(word_attn, passage, first_word), axis=-1).astype(np.int16)
+
+
+def passages_key(passages: Sequence[Passage]) -> str:
+    """sha256 of the passages' words and mentions."""
+    return hashlib.sha256(json.dumps([p.to_json() for p in passages]).encode()).hexdigest()
+
+
+class AntecedentAttention(Reducer):
+    """Streams the passages' attention (in order) and keeps, per coreferent mention and head, its
+    attention to each earlier mention's head word: `.weights` float32 [N, L, H, C] (-1 beyond the
+    earlier mentions; C = the most earlier mentions any passage has), rows in `mention_table` order."""
+
+    name = "coref_attention"
+
+    def __init__(self, passages: Sequence[Passage], from_mode: str = "mean"):
+        self.passages, self.from_mode = list(passages), from_mode
+        self.width = max((max(p.coreferent(), default=0) for p in self.passages), default=0)
+        self.chunks: list[np.ndarray] = []
+        self.weights: np.ndarray | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.from_mode}-{passages_key(self.passages)[:16]}"
+
+    def update(self, batch: Batch) -> None:
+        for i, x in enumerate(batch.inputs):
+            p = self.passages[len(self.chunks)]
+            if list(x.words[1:-1]) != p.words:
+                raise ValueError(f"passage {p.id}: the encoded words differ from the passage's; "
+                                 "encode each passage's own words, in order, as one segment")
+            n = len(x.tokens)
+            word_attn = to_word_level(batch.attn[i, :, :, :n, :n].numpy(), x.word_ids, self.from_mode)
+            self.chunks.append(antecedent_attention(word_attn, p, width=self.width))
+
+    def result(self) -> dict[str, np.ndarray]:
+        self.weights = np.concatenate(self.chunks)
+        return {"weights": self.weights}
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.weights = result["weights"]
+
+
+def word_attention(encoder, passage: Passage, from_mode: str = "mean") -> np.ndarray:
+    """[L, H, m, m] word-level attention of one passage ([CLS] = word 0, passage word w = word w + 1)."""
+    enc = encoder.encode(passage.words)
+    return to_word_level(enc.attn, enc.word_ids, from_mode)
+
+
+# -- scoring ------------------------------------------------------------------------------------------
+def halves(passages: Sequence[Passage], seed: int = 0) -> np.ndarray:
+    """bool [n_passages]: True for the selection half (a seeded random half of the passages)."""
+    order = np.random.default_rng(seed).permutation(len(passages))
+    selection = np.zeros(len(passages), dtype=bool)
+    selection[order[: len(passages) // 2]] = True
+    return selection
+
+
+def bootstrap_interval(correct: np.ndarray, groups: np.ndarray, n_boot: int = 1000, seed: int = 0,
+                       level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of the accuracy of `correct` [N] (bool) resampling whole groups (passages)."""
+    correct, groups = np.asarray(correct, dtype=float), np.asarray(groups)
+    if correct.size == 0:
+        return float("nan"), float("nan")
+    labels, index = np.unique(groups, return_inverse=True)
+    hits = np.bincount(index, weights=correct, minlength=len(labels))
+    counts = np.bincount(index, minlength=len(labels)).astype(float)
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(len(labels), np.full(len(labels), 1 / len(labels)), size=n_boot)
+    scores = (weights @ hits) / np.maximum(weights @ counts, 1)
+    tail = (1 - level) / 2
+    return float(np.quantile(scores, tail)), float(np.quantile(scores, 1 - tail))
+
+
+def accuracy_by_type(correct: np.ndarray, types: pd.Series | np.ndarray) -> dict[str, float]:
+    """{"all", "pronoun", "proper", "nominal"} -> accuracy of bool `correct` [N] (NaN where none)."""
+    correct, types = np.asarray(correct, dtype=bool), np.asarray(types)
+    out = {"all": float(correct.mean()) if correct.size else float("nan")}
+    for t in TYPES:
+        chosen = correct[types == t]
+        out[t] = float(chosen.mean()) if chosen.size else float("nan")
+    return out
+
+
+def head_scores(correct: np.ndarray, mentions: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """correct bool [N, L, H] -> one row per head (1-indexed layer, head) with its accuracy on `rows`,
+    overall and per mention type."""
+    _, n_layers, n_heads = correct.shape
+    types = mentions["type"].to_numpy()[rows]
+    sub = correct[rows]
+    frame = pd.DataFrame({"layer": np.repeat(np.arange(1, n_layers + 1), n_heads),
+                          "head": np.tile(np.arange(1, n_heads + 1), n_layers),
+                          "all": sub.mean(0).ravel()})
+    for t in TYPES:
+        frame[t] = sub[types == t].mean(0).ravel() if np.any(types == t) else np.nan
+    return frame
+
+
+def combine_heads(weights: np.ndarray, antecedents: np.ndarray, train: np.ndarray) -> np.ndarray:
+    """A learned system on attention alone: logistic regression on the log attention of every head from a
+    mention to a candidate (weights [N, L, H, C], -1 = no candidate), trained on the rows in `train`
+    (label: the candidate is an antecedent, `antecedents` bool [N, C]). int [N]: the best-scoring earlier
+    mention of every row."""
+    from sklearn.linear_model import LogisticRegression
+
+    n, n_layers, n_heads, width = weights.shape
+    features = np.log(np.clip(weights, 1e-6, None)).reshape(n, n_layers * n_heads, width).transpose(0, 2, 1)
+    valid = weights[:, 0, 0, :] >= 0
+    pick = valid & np.asarray(train)[:, None]
+    model = LogisticRegression(max_iter=2000).fit(features[pick], antecedents[pick])
+    scores = np.full((n, width), -np.inf)
+    scores[valid] = model.decision_function(features[valid])
+    return np.argmax(scores, axis=-1)
+
+
+COMBINED = "all heads combined (learned)"
+
+
+@dataclass
+class CorefResult:
+    """mentions: one row per coreferent mention (mention_table) with `half`, each system's choice
+    (`<system>` columns: earlier-mention index) and correctness (`<system> ok`); choices int [N, L, H]
+    and correct bool [N, L, H] for every head; heads: per-head accuracy on the selection half (`all`,
+    per type) and on the held-out half (`held_out`); best: (layer, head), 1-indexed, chosen on the
+    selection half; table: every system on the held-out half, long form (system, type, accuracy, low,
+    high, n)."""
+
+    passages: list[Passage]
+    mentions: pd.DataFrame
+    choices: np.ndarray
+    correct: np.ndarray
+    heads: pd.DataFrame
+    best: tuple[int, int]
+    table: pd.DataFrame
+
+    @property
+    def best_label(self) -> str:
+        return f"{self.best[0]}-{self.best[1]}"
+
+    def wide(self, held_out: bool = True) -> pd.DataFrame:
+        """Accuracy (%) per system (rows) and mention type (columns)."""
+        table = self.table.pivot(index="system", columns="type", values="accuracy")
+        order = list(dict.fromkeys(self.table["system"]))
+        return (100 * table.loc[order, list(COLUMNS)]).rename_axis(None, axis=1)
+
+
+def best_head_label(best: tuple[int, int]) -> str:
+    return f"best head {best[0]}-{best[1]}"
+
+
+def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1000, from_mode: str = "mean",
+            cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True,
+            batch_size: int = 32) -> CorefResult:
+    """Every head and every baseline on the passages; the best head selected on one half (seeded) and
+    every system reported on the other."""
+    passages = list(passages)
+    mentions = mention_table(passages)
+    reducer = AntecedentAttention(passages, from_mode)
+    reduce(encoder, [p.words for p in passages], [reducer], batch_size=batch_size, cache_dir=cache_dir,
+           progress=progress)
+    weights = reducer.weights if reducer.weights is not None else reducer.result()["weights"]
+    if len(weights) != len(mentions):
+        raise ValueError(f"attention for {len(weights)} mentions, expected {len(mentions)}; clear the cache entry")
+    choices = np.argmax(weights, axis=-1)
+    correct = is_correct(passages, mentions, choices)
+    selection = halves(passages, seed)[mentions["passage"].to_numpy()]
+    mentions["half"] = np.where(selection, "selection", "held-out")
+    heads = head_scores(correct, mentions, selection)
+    heads["held_out"] = head_scores(correct, mentions, ~selection)["all"]
+    top = heads.loc[heads["all"].idxmax()]
+    best = (int(top["layer"]), int(top["head"]))
+    for name, system in SYSTEMS.items():
+        mentions[name] = choose(passages, mentions, system)
+        mentions[f"{name} ok"] = is_correct(passages, mentions, mentions[name].to_numpy())
+    label = best_head_label(best)
+    mentions[label] = choices[:, best[0] - 1, best[1] - 1]
+    mentions[f"{label} ok"] = correct[:, best[0] - 1, best[1] - 1]
+    antecedents = antecedent_mask(passages, mentions, weights.shape[-1])
+    mentions[COMBINED] = combine_heads(weights, antecedents, selection)
+    mentions[f"{COMBINED} ok"] = is_correct(passages, mentions, mentions[COMBINED].to_numpy())
+    held = mentions[~selection]
+    rows = []
+    for name in (*SYSTEMS, COMBINED, label):
+        for t in COLUMNS:
+            part = held if t == "all" else held[held["type"] == t]
+            low, high = bootstrap_interval(part[f"{name} ok"], part["passage"], n_boot, seed)
+            rows.append((name, t, float(part[f"{name} ok"].mean()), low, high, len(part)))
+    table = pd.DataFrame(rows, columns=["system", "type", "accuracy", "low", "high", "n"])
+    return CorefResult(passages, mentions, choices, correct, heads, best, table)
+
+
+# -- reading the result -------------------------------------------------------------------------------
+def positions(mentions: pd.DataFrame) -> pd.DataFrame:
+    """Per mention type (and all): how far back the nearest antecedent lies. n; share at rank 1 (the
+    nearest earlier mention is an antecedent, so "nearest mention" is right), rank 2, rank 3+; mean
+    number of candidates; median distance in words."""
+    rows = []
+    for t in COLUMNS:
+        part = mentions if t == "all" else mentions[mentions["type"] == t]
+        rank = part["rank"]
+        rows.append(dict(type=t, n=len(part), rank_1=(rank == 1).mean(), rank_2=(rank == 2).mean(),
+                         rank_3_plus=(rank >= 3).mean(), candidates=part["candidates"].mean(),
+                         distance=part["distance"].median()))
+    return pd.DataFrame(rows)
+
+
+def position_baselines(passages: Sequence[Passage], mentions: pd.DataFrame, max_k: int = 5) -> pd.DataFrame:
+    """Accuracy of "the k-th previous mention" for k = 1 .. max_k, overall and per type: what position
+    alone can do."""
+    rows = []
+    for k in range(1, max_k + 1):
+        ok = is_correct(passages, mentions, choose(passages, mentions, kth_previous(k)))
+        rows.append(dict(k=k, **accuracy_by_type(ok, mentions["type"])))
+    return pd.DataFrame(rows)
+
+
+def failures(result: CorefResult, layer: int | None = None, head: int | None = None,
+             held_out_only: bool = True) -> pd.DataFrame:
+    """The mentions a head (the best by default) gets wrong: text, type, what it picked, whether that is
+    the nearest mention, and whether it agrees with the mention in number / gender / animacy (a rival a
+    reader could consider) or not (one no reader would pick)."""
+    layer, head = (layer, head) if layer is not None else result.best
+    chosen = result.choices[:, layer - 1, head - 1]
+    ok = result.correct[:, layer - 1, head - 1]
+    rows = []
+    for n, row in enumerate(result.mentions.itertuples(index=False)):
+        if ok[n] or (held_out_only and row.half != "held-out"):
+            continue
+        p = result.passages[row.passage]
+        j = int(chosen[n])
+        rows.append(dict(id=row.id, mention=row.mention, text=row.text, type=row.type, picked=p.mention_text(j),
+                         picked_nearest=j == row.mention - 1,
+                         picked_agrees=agrees(p.mentions[j], p.mentions[row.mention]),
+                         antecedent=p.mention_text(max(p.antecedents(row.mention))), rank=row.rank))
+    return pd.DataFrame(rows)
+
+
+def accuracy_by_rank(result: CorefResult, systems: Sequence[str], max_rank: int = 4,
+                     held_out_only: bool = True) -> pd.DataFrame:
+    """Accuracy of each system by the rank of the nearest antecedent (1, 2, ..., max_rank = that or more)."""
+    m = result.mentions
+    m = m[m["half"] == "held-out"] if held_out_only else m
+    rank = np.minimum(m["rank"], max_rank)
+    frame = pd.DataFrame({"rank": rank, "n": 1})
+    for name in systems:
+        frame[name] = m[f"{name} ok"].astype(float)
+    return frame.groupby("rank").agg({"n": "sum", **{s: "mean" for s in systems}}).reset_index()
+
+
+def comparison(result: CorefResult) -> pd.DataFrame:
+    """Table 2 side by side: per system, the paper's accuracy (%) and this run's (held-out half, with a
+    95 % bootstrap interval) for all mentions and each type."""
+    ours = {(r.system, r.type): r for r in result.table.itertuples(index=False)}
+    label = best_head_label(result.best)
+    rows = []
+    for record in paper.TABLE2.itertuples(index=False):
+        system = record.system
+        mine = {"BERT head 5-4": label, "neural coref (not comparable)": COMBINED}.get(system, system)
+        row = {"system (paper)": system, "this run": mine}
+        for t in COLUMNS:
+            value = getattr(record, t)
+            row[f"{t} paper"] = "–" if value is None or pd.isna(value) else f"{value:.0f}"
+            r = ours.get((mine, t))
+            row[f"{t} this run"] = (f"{100 * r.accuracy:.1f} [{100 * r.low:.0f}–{100 * r.high:.0f}]"
+                                    if r is not None else "not run")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# -- figures ------------------------------------------------------------------------------------------
+def plot_antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, title: str | None = None,
+                              first_word: int = 1, max_label: int = 18):
+    """One head's attention from each coreferent mention's head word (rows) to every mention's head word
+    (columns; only earlier mentions are candidates, later ones are blank). head_map: [m, m] word-level map.
+    A green frame marks the antecedents, a dot the mention the head picks (white: right, red: wrong)."""
+    head_map = np.asarray(head_map)
+    if head_map.ndim != 2:
+        raise ValueError(f"head_map must be one head's [m, m] word-level map, got {head_map.shape}")
+    mentions = passage.mentions
+    rows = passage.coreferent()
+    heads = np.array([m.head for m in mentions]) + first_word
+    grid = np.full((len(rows), len(mentions)), np.nan)
+    for r, i in enumerate(rows):
+        grid[r, :i] = head_map[heads[i], heads[:i]]
+    ax = ax or plt.subplots(figsize=(0.42 * len(mentions) + 2.5, 0.34 * len(rows) + 2))[1]
+    vmax = np.nanmax(grid) if np.isfinite(grid).any() else 1
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap="Blues", vmin=0, vmax=vmax, aspect="auto",
+                      interpolation="nearest")
+    for r, i in enumerate(rows):
+        for j in passage.antecedents(i):
+            ax.add_patch(plt.Rectangle((j - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="#2a9d4b", lw=1.6))
+        pick = int(np.nanargmax(grid[r, :i]))
+        right = mentions[pick].entity == mentions[i].entity
+        ax.plot(pick, r, "o", ms=4.5, color="white" if right else "#d1495b", mec="black", mew=0.6)
+
+    def short(j):
+        text = passage.mention_text(j)
+        return text if len(text) <= max_label else text[: max_label - 1] + "…"
+
+    ax.set_xticks(range(len(mentions)), [f"{short(j)} ({j})" for j in range(len(mentions))], rotation=90, fontsize=8)
+    ax.set_yticks(range(len(rows)), [f"({i}) {short(i)}" for i in rows], fontsize=8)
+    ax.set_xlabel("earlier mention (its head word)")
+    ax.set_ylabel("coreferent mention")
+    ax.grid(False)
+    ax.set_title(title or "attention from a mention to earlier mentions")
+    plt.colorbar(image, ax=ax, shrink=0.7, label="attention weight")
+    return ax
