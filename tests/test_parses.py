@@ -1,0 +1,84 @@
+"""parses: CoNLL-U round trips, sentence checks, halves by article, and the cached spaCy parses."""
+from __future__ import annotations
+
+import pytest
+
+from bertlook_utils import parses
+from bertlook_utils.parses import Sentence, from_conllu, split_halves, to_conllu
+
+
+def sentence(words, heads, relations, article="A", k=0, pos=None):
+    pos = pos or ["PUNCT" if w in ".," else "NOUN" for w in words]
+    return Sentence(tuple(words), tuple(heads), tuple(relations), tuple(pos), tuple("X" for _ in words), article,
+                    f"{article}#{k}")
+
+
+JOHN = sentence(["John", "'s", "dog", "barked", "."], [3, 1, 4, 0, 4], ["poss", "case", "nsubj", "ROOT", "punct"],
+                pos=["PROPN", "PART", "NOUN", "VERB", "PUNCT"])
+
+
+def test_conllu_round_trip_keeps_every_field():
+    other = sentence(["Yes", "!"], [0, 1], ["ROOT", "punct"], article="B b", k=7)
+    text = to_conllu([JOHN, other])
+    assert text.count("# sent_id = ") == 2
+    assert "1\tJohn\t_\tPROPN\tX\t_\t3\tposs\t_\t_" in text.splitlines()
+    assert from_conllu(text) == [JOHN, other]
+
+
+def test_from_conllu_rejects_multiword_lines():
+    with pytest.raises(ValueError, match="CoNLL-U"):
+        from_conllu("# sent_id = x\n1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tdo\t_\tAUX\tVB\t_\t0\tROOT\t_\t_\n")
+
+
+def test_sentence_is_punct_follows_the_part_of_speech():
+    assert JOHN.is_punct == [False, False, False, False, True]
+
+
+@pytest.mark.parametrize("heads", [[3, 1, 4, 0, 9], [1, 1, 4, 0, 4], [3, 1, 4, 0]])
+def test_sentence_rejects_bad_heads(heads):
+    with pytest.raises(ValueError, match="heads|one entry"):
+        Sentence(JOHN.words, tuple(heads), JOHN.relations, JOHN.pos, JOHN.tags, "A", "A#0")
+
+
+def test_split_halves_keeps_articles_whole_and_balances_them():
+    sentences = [sentence(["w", "."], [0, 1], ["ROOT", "punct"], article=a, k=k)
+                 for a, size in zip("ABCDEF", [5, 1, 1, 1, 2, 2]) for k in range(size)]
+    selection, heldout = split_halves(sentences)
+    assert sorted(selection + heldout, key=sentences.index) == sentences
+    assert not {s.article for s in selection} & {s.article for s in heldout}
+    assert [sorted({x.article for x in h}) for h in (selection, heldout)] == [["A", "F"], ["B", "C", "D", "E"]]
+    assert [len(selection), len(heldout)] == [7, 5]  # each article goes to the half that is smaller so far
+    assert split_halves(sentences) == (selection, heldout)
+
+
+def test_split_halves_needs_two_articles():
+    with pytest.raises(ValueError, match="two articles"):
+        split_halves([JOHN])
+
+
+def test_parse_texts_gives_one_tree_per_sentence():
+    parsed = parses.parse_texts(["John's dog chased the cat.", "It rained. Then it stopped."])
+    john = parsed[0]
+    assert john.words == ("John", "'s", "dog", "chased", "the", "cat", ".")
+    assert john.heads.count(0) == 1 and john.relations[john.heads.index(0)] == "ROOT"
+    assert john.relations[0] == "poss" and john.heads[1] == 1  # 's hangs on its possessor
+    assert john.is_punct[-1]
+    assert parsed[1] is None  # two sentences: two roots
+
+
+def test_parsed_sentences_are_cached_sized_and_in_corpus_order(small_corpus, tmp_path):
+    got = parses.parsed_sentences(n=40, seed=3, min_words=5, max_words=30, cache_dir=tmp_path, progress=False)
+    assert len(got) == 40 and all(5 <= len(s) <= 30 for s in got)
+    titles = [t for t, _ in small_corpus]
+    positions = [(titles.index(s.article), int(s.id.rpartition("#")[2])) for s in got]
+    assert positions == sorted(positions)
+    assert len(list(tmp_path.glob("parses-*.npz"))) == 1
+    again = parses.parsed_sentences(n=40, seed=3, min_words=5, max_words=30, cache_dir=tmp_path, progress=False)
+    assert again == got
+    other_seed = parses.parsed_sentences(n=40, seed=4, min_words=5, max_words=30, cache_dir=None, progress=False)
+    assert other_seed != got
+
+
+def test_parsed_sentences_says_when_the_corpus_is_too_small(small_corpus):
+    with pytest.raises(ValueError, match="only"):
+        parses.parsed_sentences(n=500, min_words=5, max_words=6, cache_dir=None, progress=False)
