@@ -106,3 +106,280 @@ def parsed_attention(encoder: Encoder, sentences: Sequence[Sentence], batch_size
     for i, example in _batches(encoder, sentences, batch_size, from_mode, progress):
         out[i] = example
     return out  # type: ignore[return-value]
+
+
+# -- scoring --------------------------------------------------------------------------------------
+@dataclass
+class HeadScores:
+    """Per-dependent outcomes of every head and offset, from which every table is built.
+
+    correct: bool [N, 2, L, H] (direction 0 = dep->head, 1 = head->dep): did the head's argmax find the
+    gold head of dependent k? offset_correct: bool [N, len(offsets)]; relations: str [N]; sentence: int [N]
+    (index of the dependent's sentence). N counts every word whose gold head is a word (not ROOT)."""
+
+    correct: np.ndarray
+    offset_correct: np.ndarray
+    relations: np.ndarray
+    sentence: np.ndarray
+    offsets: tuple[int, ...]
+
+    @property
+    def n_layers(self) -> int:
+        return self.correct.shape[2]
+
+    @property
+    def n_heads(self) -> int:
+        return self.correct.shape[3]
+
+    def relation_counts(self) -> pd.Series:
+        """Number of dependents per relation, most frequent first."""
+        return pd.Series(self.relations).value_counts()
+
+    def mask(self, relation: str) -> np.ndarray:
+        """bool [N]: the dependents of `relation` ("all": every dependent)."""
+        if relation == "all":
+            return np.ones(len(self.relations), dtype=bool)
+        return self.relations == relation
+
+    def as_arrays(self) -> dict[str, np.ndarray]:
+        return {"correct": np.packbits(self.correct, axis=-1), "n_heads": np.array(self.n_heads),
+                "offset_correct": self.offset_correct, "relations": self.relations.astype(str),
+                "sentence": self.sentence, "offsets": np.array(self.offsets)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "HeadScores":
+        n_heads = int(arrays["n_heads"])
+        correct = np.unpackbits(arrays["correct"], axis=-1, count=n_heads).astype(bool)
+        return cls(correct, arrays["offset_correct"], arrays["relations"], arrays["sentence"],
+                   tuple(int(o) for o in arrays["offsets"]))
+
+
+def dependents(heads: Sequence[int], relations: Sequence[str], words: Sequence[str]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dep, gold, alt) for every word with a word as gold head: dep 0-based, gold 1-based, alt the 0-based
+    index of a second word that also counts as the dependent, else -1.
+
+    The possessive rule (Clark et al. §4.2): a `poss` dependent followed by its possessive marker ('s, ')
+    may be stood for by the marker, since BERT's heads treat "'s" as the possessor ("the accuracy in
+    Table 1 counts 's as correct")."""
+    heads = np.asarray(heads)
+    dep = np.flatnonzero(heads > 0)
+    alt = np.full(len(dep), -1)
+    for k, d in enumerate(dep):
+        nxt = d + 1
+        if (relations[d] == "poss" and nxt < len(words) and words[nxt] in POSSESSIVE_MARKERS
+                and heads[nxt] == d + 1):
+            alt[k] = nxt
+    return dep, heads[dep], alt
+
+
+def predictions(word_attn: np.ndarray) -> np.ndarray:
+    """int [2, L, H, n]: the word (1-based) each head picks for each of the n real words, in both directions.
+
+    dep->head: the argmax of the word's row; head->dep: the argmax of its column (the row of the transposed
+    map: the word that attends to it most). [CLS], [SEP] and the word itself are never picked."""
+    attn = np.array(word_attn[..., 1:-1, 1:-1], dtype=np.float32)  # a copy: the diagonal is zeroed
+    n = attn.shape[-1]
+    attn[..., np.arange(n), np.arange(n)] = 0
+    return np.stack([attn.argmax(-1), attn.argmax(-2)]) + 1
+
+
+def score_example(example: ParsedAttention, offsets: Sequence[int] = OFFSETS
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(correct bool [N, 2, L, H], offset_correct bool [N, len(offsets)], relations str [N]) of one sentence."""
+    dep, gold, alt = dependents(example.heads, example.relations, example.words)
+    predicted = predictions(example.word_attn)  # [2, L, H, n]
+    correct = np.moveaxis(predicted[..., dep] == gold, -1, 0)
+    has_alt = alt >= 0
+    if has_alt.any():
+        correct[has_alt] |= np.moveaxis(predicted[..., alt[has_alt]] == gold[has_alt], -1, 0)
+    n = len(example.heads)
+    offsets = np.asarray(offsets)
+    guess = dep[:, None] + 1 + offsets  # 1-based; outside 1..n never matches a gold head
+    offset_correct = (guess == gold[:, None]) & (guess >= 1) & (guess <= n)
+    if has_alt.any():
+        offset_correct[has_alt] |= alt[has_alt, None] + 1 + offsets == gold[has_alt, None]
+    return correct, offset_correct, np.array([example.relations[d] for d in dep], dtype=str)
+
+
+def score_examples(examples: Sequence[ParsedAttention], offsets: Sequence[int] = OFFSETS) -> HeadScores:
+    """HeadScores of in-memory examples (see `score_sentences` for the streaming, cached version)."""
+    examples = list(examples)
+    if not examples:
+        raise ValueError("no examples to score")
+    if not all(isinstance(e, ParsedAttention) for e in examples):
+        raise ValueError("examples must be ParsedAttention objects (from syntax.parsed_attention)")
+    if len({e.word_attn.shape[:2] for e in examples}) > 1:
+        raise ValueError("examples come from models of different sizes (layers, heads)")
+    parts = [score_example(e, offsets) for e in examples]
+    return _collect(parts, tuple(int(o) for o in offsets))
+
+
+def _collect(parts, offsets: tuple[int, ...]) -> HeadScores:
+    sentence = np.concatenate([np.full(len(p[2]), i) for i, p in enumerate(parts)])
+    return HeadScores(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                      np.concatenate([p[2] for p in parts]).astype(str), sentence, offsets)
+
+
+def sentences_fingerprint(sentences: Sequence[Sentence]) -> str:
+    """sha256 of the sentences' CoNLL-U: the data part of a cache key."""
+    return hashlib.sha256(to_conllu(sentences).encode()).hexdigest()
+
+
+def score_sentences(encoder: Encoder, sentences: Sequence[Sentence], offsets: Sequence[int] = OFFSETS,
+                    batch_size: int = 32, from_mode: str = "mean", cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                    progress: bool = True) -> HeadScores:
+    """HeadScores of every sentence, streamed (no map is kept) and cached, keyed by the model, the
+    sentences, the settings and this code. Equal to `score_examples(parsed_attention(...))`."""
+    offsets = tuple(int(o) for o in offsets)
+    path = None
+    if cache_dir is not None:
+        path = entry_path(cache_dir, "syntax-scores", encoder.fingerprint, sentences_fingerprint(sentences),
+                          f"{offsets}/{from_mode}", version=code_version("syntax"))
+        cached = load_result(path)
+        if cached is not None:
+            return HeadScores.from_arrays(cached)
+    parts: list = [None] * len(sentences)
+    for i, example in _batches(encoder, sentences, batch_size, from_mode, progress):
+        parts[i] = score_example(example, offsets)
+    scores = _collect(parts, offsets)
+    if path is not None:
+        save_result(path, scores.as_arrays())
+    return scores
+
+
+def _as_scores(examples, offsets: Sequence[int] = OFFSETS) -> HeadScores:
+    return examples if isinstance(examples, HeadScores) else score_examples(examples, offsets)
+
+
+# -- tables ---------------------------------------------------------------------------------------
+def accuracy_grid(scores: HeadScores, relation: str = "all") -> np.ndarray:
+    """float [2, L, H]: accuracy of every head in both directions on the dependents of `relation`."""
+    mask = scores.mask(relation)
+    if not mask.any():
+        raise ValueError(f"no dependent has the relation {relation!r}; "
+                         f"known: {', '.join(scores.relation_counts().index[:20])}")
+    return scores.correct[mask].mean(0)
+
+
+def bootstrap_interval(correct: np.ndarray, sentence: np.ndarray, n_boot: int = 1000, seed: int = 0,
+                       level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of an accuracy, resampling whole sentences (dependents of one sentence are not
+    independent). correct: bool [n]; sentence: int [n], the sentence of each outcome."""
+    _, groups = np.unique(sentence, return_inverse=True)
+    hits = np.bincount(groups, weights=correct.astype(float))
+    totals = np.bincount(groups).astype(float)
+    draws = np.random.default_rng(seed).integers(0, len(totals), size=(n_boot, len(totals)))
+    accuracies = hits[draws].sum(1) / totals[draws].sum(1)
+    low, high = np.quantile(accuracies, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def _relations(scores: HeadScores, relations: Sequence[str] | None, min_n: int) -> list[str]:
+    if relations is None:
+        counts = scores.relation_counts()
+        relations = ["all"] + [r for r, c in counts.items() if c >= min_n]
+    return list(relations)
+
+
+def best_head(scores: HeadScores, relation: str) -> tuple[int, int, str]:
+    """(layer, head, direction) of the most accurate head for `relation`, layer and head 1-indexed (ties go
+    to dep->head, then the lowest layer and head)."""
+    grid = accuracy_grid(scores, relation)
+    direction, layer, head = np.unravel_index(np.argmax(grid), grid.shape)
+    return int(layer) + 1, int(head) + 1, DIRECTIONS[direction]
+
+
+def head_outcomes(scores: HeadScores, relation: str, layer: int, head: int, direction: str) -> np.ndarray:
+    """bool [n]: outcome of one head (1-indexed) on each dependent of `relation`."""
+    return scores.correct[scores.mask(relation), DIRECTIONS.index(direction), layer - 1, head - 1]
+
+
+def head_accuracy(examples, relations: Sequence[str] | None = None, min_n: int = 1, n_boot: int = 1000,
+                  seed: int = 0) -> pd.DataFrame:
+    """The best head per relation (plus "all"): relation, layer, head (1-indexed), direction, accuracy
+    (fraction), n, low, high (95 % bootstrap interval over sentences, for that head).
+
+    examples: ParsedAttention objects or HeadScores. Relations with fewer than `min_n` dependents are left
+    out; "all" counts every dependent whose gold head is a word."""
+    scores = _as_scores(examples)
+    rows = []
+    for relation in _relations(scores, relations, min_n):
+        layer, head, direction = best_head(scores, relation)
+        outcomes = head_outcomes(scores, relation, layer, head, direction)
+        low, high = bootstrap_interval(outcomes, scores.sentence[scores.mask(relation)], n_boot, seed)
+        rows.append((relation, layer, head, direction, outcomes.mean(), len(outcomes), low, high))
+    return pd.DataFrame(rows, columns=["relation", "layer", "head", "direction", "accuracy", "n", "low", "high"])
+
+
+def offset_baseline(examples, offsets: Sequence[int] = OFFSETS, relations: Sequence[str] | None = None,
+                    min_n: int = 1) -> pd.DataFrame:
+    """The best fixed offset per relation (plus "all"): relation, offset, accuracy (fraction), n.
+    Predicting the word at `offset` from the dependent; ties go to the offset listed first."""
+    offsets = tuple(int(o) for o in offsets)
+    scores = _as_scores(examples, offsets)
+    missing = set(offsets) - set(scores.offsets)
+    if missing:
+        raise ValueError(f"offsets {sorted(missing)} were not scored; score with offsets={offsets}")
+    columns = [scores.offsets.index(o) for o in offsets]
+    rows = []
+    for relation in _relations(scores, relations, min_n):
+        mask = scores.mask(relation)
+        accuracy = scores.offset_correct[mask][:, columns].mean(0)
+        best = int(np.argmax(accuracy))
+        rows.append((relation, offsets[best], float(accuracy[best]), int(mask.sum())))
+    return pd.DataFrame(rows, columns=["relation", "offset", "accuracy", "n"])
+
+
+def heldout_table(selection: HeadScores, heldout: HeadScores, relations: Sequence[str] | None = None,
+                  min_n: int = 1, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Heads and offsets chosen on the selection half, scored on the held-out half.
+
+    Columns: relation; layer, head, direction (chosen on the selection half); selection (its accuracy
+    there); heldout (its accuracy on the held-out half), low, high (95 % interval), n (held-out
+    dependents); heldout_best (the best head's accuracy when chosen on the held-out half itself: the
+    optimistic number Table 1 reports); offset (chosen on the selection half), baseline (its held-out
+    accuracy). Relations need `min_n` dependents in each half."""
+    if relations is None:
+        counts = pd.concat([selection.relation_counts(), heldout.relation_counts()], axis=1).fillna(0).min(1)
+        relations = ["all"] + [r for r, c in counts.sort_values(ascending=False).items() if c >= min_n]
+    rows = []
+    for relation in relations:
+        layer, head, direction = best_head(selection, relation)
+        chosen = head_outcomes(selection, relation, layer, head, direction)
+        outcomes = head_outcomes(heldout, relation, layer, head, direction)
+        low, high = bootstrap_interval(outcomes, heldout.sentence[heldout.mask(relation)], n_boot, seed)
+        offset_column = int(np.argmax(selection.offset_correct[selection.mask(relation)].mean(0)))
+        baseline = heldout.offset_correct[heldout.mask(relation), offset_column].mean()
+        rows.append((relation, layer, head, direction, chosen.mean(), outcomes.mean(), low, high, len(outcomes),
+                     accuracy_grid(heldout, relation).max(), selection.offsets[offset_column], baseline))
+    return pd.DataFrame(rows, columns=["relation", "layer", "head", "direction", "selection", "heldout", "low",
+                                       "high", "n", "heldout_best", "offset", "baseline"])
+
+
+# -- the paper's Table 1 side by side ---------------------------------------------------------------
+SD_TO_SPACY = {"nn": "compound"}  # Stanford Dependencies (Clark et al.) -> spaCy's ClearNLP labels
+
+
+def _offset_text(accuracy: float, offset: int) -> str:
+    return f"{100 * accuracy:.1f} ({offset:+d})"
+
+
+def table1_comparison(paper_table: pd.DataFrame, heads: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
+    """Clark et al.'s Table 1 (`paper.TABLE1`) beside this run's `head_accuracy` and `offset_baseline`,
+    relation by relation (SD names mapped to spaCy's, e.g. nn -> compound). Accuracies in %."""
+    heads, baseline = heads.set_index("relation"), baseline.set_index("relation")
+    rows = []
+    for p in paper_table.itertuples():
+        ours = SD_TO_SPACY.get(p.relation, p.relation)
+        row = {"relation": p.relation if ours == p.relation else f"{p.relation} → {ours}",
+               "paper head": p.head + (" (head→dep)" if p.direction == "head->dep" else ""),
+               "paper acc.": p.accuracy, "paper baseline": f"{p.baseline:.1f} ({p.offset:+d})"}
+        if ours in heads.index:
+            h, b = heads.loc[ours], baseline.loc[ours]
+            row.update({"head": f"{h['layer']}-{h['head']}" + (" (head→dep)" if h["direction"] == "head->dep" else ""),
+                        "acc.": round(100 * h["accuracy"], 1),
+                        "95% interval": f"{100 * h['low']:.1f}–{100 * h['high']:.1f}",
+                        "baseline": _offset_text(b["accuracy"], int(b["offset"])), "n": int(h["n"])})
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("–")

@@ -52,3 +52,139 @@ def test_parsed_attention_checks_its_shapes():
     with pytest.raises(ValueError, match="word_attn"):
         syntax.ParsedAttention(np.zeros((1, 1, 4, 4), np.float32), np.array([0, 1, 1]), ["a"] * 3, ["w"] * 3,
                                [False] * 3)
+
+
+# -- scoring on synthetic maps -----------------------------------------------------------------------
+L, H = 2, 3
+
+
+def synthetic(heads, relations=None, words=None, special=None, seed=0, k=0):
+    """A ParsedAttention with random maps in every head except those in `special`: {(layer, head): rows},
+    where rows(m) gives the target column(s) of each of the m rows (0 = [CLS], m-1 = [SEP])."""
+    n = len(heads)
+    m = n + 2
+    rng = np.random.default_rng(seed)
+    attn = rng.random((L, H, m, m)).astype(np.float32) + 0.01
+    for (layer, head), rows in (special or {}).items():
+        attn[layer - 1, head - 1] = 0
+        for i, targets in enumerate(rows(m)):
+            attn[layer - 1, head - 1, i, targets] = 1.0
+    attn /= attn.sum(-1, keepdims=True)
+    relations = relations or [("ROOT" if h == 0 else ("a" if i % 2 else "b")) for i, h in enumerate(heads)]
+    words = words or [f"w{i + 1}" for i in range(n)]
+    return syntax.ParsedAttention(attn, np.array(heads), list(relations), list(words), [False] * n, f"S#{k}")
+
+
+TREES = [[2, 0, 2, 5, 3, 5, 6, 2], [3, 3, 0, 3, 4, 4, 6], [0, 1, 4, 2, 4, 5, 8, 6, 8]]
+
+
+def to_gold_head(heads):
+    """Row of word i (1-based) -> its gold head's column (ROOT -> [CLS]); [CLS] and [SEP] -> [SEP]."""
+    return lambda m: [m - 1] + list(heads) + [m - 1]
+
+
+def to_dependents(heads):
+    """Row of each word -> all its dependents' columns (none -> [SEP])."""
+    def rows(m):
+        out = [[m - 1] for _ in range(m)]
+        for dep, head in enumerate(heads, start=1):
+            if head:
+                out[head] = [c for c in out[head] if c != m - 1] + [dep]
+        return out
+    return rows
+
+
+def test_a_head_attending_from_each_dependent_to_its_gold_head_scores_100_percent():
+    examples = [synthetic(t, special={(2, 2): to_gold_head(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
+    table = syntax.head_accuracy(examples).set_index("relation")
+    assert set(table.index) == {"all", "a", "b"}
+    for relation in table.index:
+        row = table.loc[relation]
+        assert (row["layer"], row["head"], row["direction"], row["accuracy"]) == (2, 2, "dep->head", 1.0)
+        assert (row["low"], row["high"]) == (1.0, 1.0)
+    assert table.loc["all", "n"] == sum(len(t) - 1 for t in TREES)
+    grid = syntax.accuracy_grid(syntax.score_examples(examples))
+    assert grid[0, 1, 1] == 1 and (np.delete(grid[0].ravel(), 1 * H + 1) < 1).all()
+
+
+def test_a_head_attending_from_heads_to_dependents_is_found_in_the_transposed_direction():
+    examples = [synthetic(t, special={(1, 3): to_dependents(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
+    row = syntax.head_accuracy(examples, relations=["all"]).iloc[0]
+    assert (row["layer"], row["head"], row["direction"], row["accuracy"]) == (1, 3, "head->dep", 1.0)
+    scores = syntax.score_examples(examples)
+    assert syntax.accuracy_grid(scores)[0, 0, 2] < 1  # read the other way, the same head is not perfect
+
+
+def test_offsets_are_exact_on_chain_trees():
+    n = 9
+    right = [i + 2 for i in range(n - 1)] + [0]  # every word's head is the next word
+    left = [0] + [i for i in range(1, n)]  # ... the previous word
+    skip = [0, 1] + [i for i in range(1, n - 1)]  # word i's head is word i - 2 (word 2's is word 1)
+    table = syntax.offset_baseline([synthetic(right, k=0)]).set_index("relation")
+    assert (table.loc["all", "offset"], table.loc["all", "accuracy"], table.loc["all", "n"]) == (1, 1.0, n - 1)
+    table = syntax.offset_baseline([synthetic(left, k=1)]).set_index("relation")
+    assert (table.loc["all", "offset"], table.loc["all", "accuracy"]) == (-1, 1.0)
+    relations = ["ROOT", "b"] + ["a"] * (n - 2)
+    table = syntax.offset_baseline([synthetic(skip, relations=relations, k=2)]).set_index("relation")
+    assert (table.loc["a", "offset"], table.loc["a", "accuracy"]) == (-2, 1.0)
+    assert (table.loc["b", "offset"], table.loc["b", "accuracy"]) == (-1, 1.0)
+    assert table.loc["all", "accuracy"] == pytest.approx((n - 2) / (n - 1))
+    scores = syntax.score_examples([synthetic(skip, relations=relations, k=2)])
+    assert scores.offset_correct[:, syntax.OFFSETS.index(-2)].sum() == n - 2  # offsets past the start never hit
+
+
+def test_offset_baseline_needs_scored_offsets():
+    scores = syntax.score_examples([synthetic(TREES[0])], offsets=(-1, 1))
+    with pytest.raises(ValueError, match="not scored"):
+        syntax.offset_baseline(scores, offsets=(-2, -1, 1))
+
+
+def test_the_possessive_marker_may_stand_for_the_possessor():
+    # John 's dog barked . : poss(dog, John), case(John, 's); head 1-1: "'s" -> dog, John -> barked
+    heads, relations = [3, 1, 4, 0, 4], ["poss", "case", "nsubj", "ROOT", "punct"]
+    rows = lambda m: [[m - 1], [4], [3], [4], [m - 1], [4], [m - 1]]  # noqa: E731
+    with_marker = synthetic(heads, relations, ["John", "'s", "dog", "barked", "."], {(1, 1): rows})
+    without = synthetic(heads, relations, ["John", "xs", "dog", "barked", "."], {(1, 1): rows})
+    poss = lambda e: syntax.score_examples([e]).correct[0, 0, 0, 0]  # noqa: E731  (dependent 0 is John)
+    assert poss(with_marker) and not poss(without)
+    dep, gold, alt = syntax.dependents(heads, relations, ["John", "'s", "dog", "barked", "."])
+    assert dep.tolist() == [0, 1, 2, 4] and gold.tolist() == [3, 1, 4, 4] and alt.tolist() == [1, -1, -1, -1]
+
+
+def test_bootstrap_interval_resamples_sentences_and_is_seeded():
+    correct = np.array([1, 1, 1, 1, 0, 0, 1, 0], dtype=bool)
+    sentence = np.array([0, 0, 0, 0, 1, 1, 2, 2])
+    low, high = syntax.bootstrap_interval(correct, sentence, n_boot=2000, seed=1)
+    assert 0 <= low < correct.mean() < high <= 1
+    assert (low, high) == syntax.bootstrap_interval(correct, sentence, n_boot=2000, seed=1)
+    assert syntax.bootstrap_interval(np.ones(5, bool), np.arange(5)) == (1.0, 1.0)
+
+
+def test_heldout_table_scores_the_selected_head_on_the_other_half():
+    selection = [synthetic(t, special={(1, 1): to_gold_head(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
+    heldout = [synthetic(t, special={(2, 3): to_gold_head(t)}, seed=9 + i, k=i) for i, t in enumerate(TREES)]
+    table = syntax.heldout_table(syntax.score_examples(selection), syntax.score_examples(heldout),
+                                 relations=["all"]).iloc[0]
+    assert (table["layer"], table["head"], table["selection"], table["heldout_best"]) == (1, 1, 1.0, 1.0)
+    assert table["heldout"] < 1 and table["low"] <= table["heldout"] <= table["high"]
+
+
+def test_table1_comparison_maps_stanford_names_to_spacy():
+    from bertlook_utils.paper import TABLE1
+
+    examples = [synthetic(t, relations=["compound" if h else "ROOT" for h in t],
+                          special={(2, 2): to_gold_head(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
+    table = syntax.table1_comparison(TABLE1, syntax.head_accuracy(examples), syntax.offset_baseline(examples))
+    nn = table.set_index("relation").loc["nn → compound"]
+    assert (nn["paper head"], nn["head"], nn["acc."]) == ("4-10", "2-2", 100.0)
+    assert table.set_index("relation").loc["prt", "head"] == "–"  # no prt in these sentences
+
+
+def test_streamed_cached_scores_equal_in_memory_scores(encoder, tmp_path):
+    sentences = [SPLIT_WORDS, SHORT]
+    expected = syntax.score_examples(syntax.parsed_attention(encoder, sentences, progress=False))
+    for _ in range(2):  # computed, then read from the cache
+        got = syntax.score_sentences(encoder, sentences, cache_dir=tmp_path, progress=False)
+        for field in ("correct", "offset_correct", "relations", "sentence"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(expected, field))
+    assert len(list(tmp_path.glob("syntax-scores-*.npz"))) == 1
