@@ -1,0 +1,147 @@
+"""Jensen–Shannon distances between heads, on synthetic maps whose divergences are computed by hand."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import (PAIR_TOKENS, identity_map, make_encoded, next_map, prev_map, random_row_stochastic,
+                      stack_heads, uniform_map)
+
+from bertlook_utils import clustering
+from bertlook_utils.extract import Batch, reduce
+
+
+def direct_js(maps: np.ndarray) -> np.ndarray:
+    """The definition, pair by pair and row by row: [K, n, n] maps -> [K, K] summed JS (nats)."""
+    n = maps.shape[-1]
+    s = clustering.SMOOTHING / n + (1 - clustering.SMOOTHING) * maps.astype(np.float64)
+    k = len(s)
+    out = np.zeros((k, k))
+    for i in range(k):
+        for j in range(k):
+            for p, q in zip(s[i], s[j]):
+                m = (p + q) / 2
+                out[i, j] += 0.5 * np.sum(p * np.log(p / m)) + 0.5 * np.sum(q * np.log(q / m))
+    return out
+
+
+def test_matches_the_direct_formula_on_random_maps():
+    rng = np.random.default_rng(0)
+    encs = [make_encoded(PAIR_TOKENS[:n], random_row_stochastic(rng, (2, 3, n, n))) for n in (11, 7, 5)]
+    expected = sum(direct_js(e.attn.reshape(6, e.n_tokens, e.n_tokens)) for e in encs)
+    got = clustering.js_distances(encs)
+    assert got.shape == (6, 6)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_known_pairs_by_hand():
+    n = 11
+    # prev vs next: one-hot rows on different columns (except where both fall on the same token)
+    attn = stack_heads([[prev_map(n), next_map(n), uniform_map(n)]])
+    got = clustering.js_distances([make_encoded(PAIR_TOKENS, attn)])
+    f = clustering.SMOOTHING / n
+    peak = 1 - clustering.SMOOTHING + f
+    # two smoothed one-hots on different columns: each of those two columns has (peak, f) -> mean (peak+f)/2
+    apart = 2 * (0.5 * peak * np.log(peak / ((peak + f) / 2)) + 0.5 * f * np.log(f / ((peak + f) / 2)))
+    rows_prev = [max(i - 1, 0) for i in range(n)]
+    rows_next = [min(i + 1, n - 1) for i in range(n)]
+    n_apart = sum(a != b for a, b in zip(rows_prev, rows_next))
+    assert got[0, 1] == pytest.approx(n_apart * apart, rel=1e-5)
+    assert got[0, 1] == pytest.approx(direct_js(attn[0])[0, 1], rel=1e-5)
+    # a smoothed uniform row stays uniform; JS(one-hot, uniform) the same for every row
+    assert got[0, 2] == pytest.approx(got[1, 2], rel=1e-5)
+
+
+def test_identical_heads_are_at_distance_zero_and_the_matrix_is_symmetric():
+    rng = np.random.default_rng(1)
+    maps = random_row_stochastic(rng, (2, 4, 11, 11))
+    maps[1, 2] = maps[0, 1]  # head 2-3 copies head 1-2
+    d = clustering.js_distances([make_encoded(PAIR_TOKENS, maps)])
+    i, j = clustering.head_index(1, 2, 4), clustering.head_index(2, 3, 4)
+    assert d[i, j] == pytest.approx(0, abs=1e-6)
+    np.testing.assert_array_equal(d, d.T)
+    np.testing.assert_array_equal(np.diag(d), 0)
+    off = ~np.eye(len(d), dtype=bool)
+    off[i, j] = off[j, i] = False
+    assert (d[off] > 1e-3).all()  # distinct random heads are not at distance 0
+    assert (d <= np.log(2) * 11 + 1e-6).all()  # at most ln 2 per row
+
+
+def test_padding_does_not_change_the_distances():
+    """Inputs of different lengths in one padded batch: the same as one at a time."""
+    rng = np.random.default_rng(2)
+    encs = [make_encoded(PAIR_TOKENS[:n], random_row_stochastic(rng, (1, 3, n, n))) for n in (11, 6)]
+    width = 11
+    attn = torch.zeros(2, 1, 3, width, width)
+    valid = torch.zeros(2, width, dtype=torch.bool)
+    for b, e in enumerate(encs):
+        n = e.n_tokens
+        attn[b, :, :, :n, :n] = torch.from_numpy(e.attn)
+        attn[b, :, :, n:, :] = 0.5  # padded rows are meaningless: they must be ignored
+        valid[b, :n] = True
+    reducer = clustering.JSDistances()
+    reducer.update(Batch.build(attn, valid, encs, "[CLS]", "[SEP]"))
+    np.testing.assert_allclose(reducer.distances(), clustering.js_distances(encs), rtol=1e-6)
+    assert reducer.rows == 17
+
+
+def test_streaming_over_the_real_model_equals_all_at_once(encoder, segments, reference_encodeds, tmp_path):
+    (js,) = reduce(encoder, segments[:6], [clustering.JSDistances()], batch_size=4, cache_dir=tmp_path, progress=False)
+    expected = clustering.js_distances(reference_encodeds[:6])
+    assert js.distances().shape == (encoder.n_layers * encoder.n_heads,) * 2
+    np.testing.assert_allclose(js.distances(), expected, rtol=1e-3, atol=1e-3)
+    (again,) = reduce(encoder, segments[:6], [clustering.JSDistances()], cache_dir=tmp_path, progress=False)
+    np.testing.assert_array_equal(again.distances(), js.distances())  # restored from the cache
+    assert again.rows == js.rows == sum(e.n_tokens for e in reference_encodeds[:6])
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError, match="at least one"):
+        clustering.js_distances([])
+    bad = np.full((1, 1, 11, 11), 0.5, dtype=np.float32)
+    with pytest.raises(ValueError, match="sum to 1"):
+        clustering.js_distances([make_encoded(PAIR_TOKENS, bad)])
+    with pytest.raises(ValueError, match="symmetric"):
+        clustering.mds(np.array([[0.0, 1.0], [2.0, 0.0]]))
+
+
+def test_behaviour_labels_follow_the_paper_thresholds():
+    heads = pd.DataFrame({"layer": [1] * 7, "head": range(1, 8)})
+    zeros = np.zeros(7)
+    tokens = heads.assign(prev=zeros, next=zeros, cls=zeros, sep=zeros, punct=zeros)
+    tokens.loc[1, "prev"] = 0.51
+    tokens.loc[2, "next"] = 0.9
+    tokens.loc[3, "cls"] = 0.61
+    tokens.loc[4, "sep"] = 0.7
+    tokens.loc[5, "punct"] = 0.65
+    tokens.loc[6, "cls"] = 0.59  # under 0.6: other
+    entropy = heads.assign(entropy=[3.9, 1, 1, 1, 1, 1, 1])
+    labels = clustering.behaviour_labels(tokens, entropy)
+    assert labels.tolist() == ["broad", "prev", "next", "cls", "sep", "punct", "other"]
+
+
+def test_layer_test_finds_layers_that_cluster_and_not_random_ones():
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(4, 2)) * 5
+    points = np.repeat(centres, 5, axis=0) + rng.normal(size=(20, 2)) * 0.3
+    d = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    clustered = clustering.layer_test(d, n_layers=4, n_permutations=2000)
+    assert clustered.ratio > 3 and clustered.p_value < 0.01
+    noise = rng.normal(size=(20, 2))
+    d = np.linalg.norm(noise[:, None] - noise[None], axis=-1)
+    assert clustering.layer_test(d, n_layers=4, n_permutations=2000).p_value > 0.05
+    assert clustering.layer_test(d, 4, 500, seed=7).p_value == clustering.layer_test(d, 4, 500, seed=7).p_value
+
+
+def test_mds_recovers_planar_points_and_compare_sees_the_same_map():
+    rng = np.random.default_rng(4)
+    points = rng.normal(size=(12, 2))
+    d = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    coords = clustering.mds(d, seed=0)
+    same = clustering.compare(d, d * 3, coords, clustering.mds(d * 3, seed=1))
+    assert same["spearman"] == pytest.approx(1)
+    assert same["procrustes"] < 1e-3 and same["neighbours"] == 1
+    other = rng.normal(size=(12, 2))
+    d2 = np.linalg.norm(other[:, None] - other[None], axis=-1)
+    assert clustering.compare(d, d2, coords, clustering.mds(d2))["procrustes"] > 0.1
