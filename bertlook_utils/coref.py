@@ -171,9 +171,10 @@ def passages_key(passages: Sequence[Passage]) -> str:
 
 
 class AntecedentAttention(Reducer):
-    """Streams the passages' attention (in order) and keeps, per coreferent mention and head, its
-    attention to each earlier mention's head word: `.weights` float32 [N, L, H, C] (-1 beyond the
-    earlier mentions; C = the most earlier mentions any passage has), rows in `mention_table` order."""
+    """Streams the passages' attention (in order) and keeps, per coreferent mention and head, the earlier
+    mention its head word attends to most, `.choices` int16 [N, L, H], and its attention to each earlier
+    mention's head word, `.weights` float16 [N, L, H, C] (-1 beyond the earlier mentions; C = the most
+    earlier mentions any passage has); rows in `mention_table` order."""
 
     name = "coref_attention"
 
@@ -181,6 +182,7 @@ class AntecedentAttention(Reducer):
         self.passages, self.from_mode = list(passages), from_mode
         self.width = max((max(p.coreferent(), default=0) for p in self.passages), default=0)
         self.chunks: list[np.ndarray] = []
+        self.choices: np.ndarray | None = None
         self.weights: np.ndarray | None = None
 
     @property
@@ -198,11 +200,13 @@ class AntecedentAttention(Reducer):
             self.chunks.append(antecedent_attention(word_attn, p, width=self.width))
 
     def result(self) -> dict[str, np.ndarray]:
-        self.weights = np.concatenate(self.chunks)
-        return {"weights": self.weights}
+        weights = np.concatenate(self.chunks)
+        self.choices = np.argmax(weights, axis=-1).astype(np.int16)  # from the float32 weights: exact
+        self.weights = weights.astype(np.float16)
+        return {"choices": self.choices, "weights": self.weights}
 
     def load(self, result: dict[str, np.ndarray]) -> None:
-        self.weights = result["weights"]
+        self.choices, self.weights = result["choices"], result["weights"]
 
 
 def word_attention(encoder, passage: Passage, from_mode: str = "mean") -> np.ndarray:
@@ -322,10 +326,11 @@ def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1
     reducer = AntecedentAttention(passages, from_mode)
     reduce(encoder, [p.words for p in passages], [reducer], batch_size=batch_size, cache_dir=cache_dir,
            progress=progress)
-    weights = reducer.weights if reducer.weights is not None else reducer.result()["weights"]
-    if len(weights) != len(mentions):
-        raise ValueError(f"attention for {len(weights)} mentions, expected {len(mentions)}; clear the cache entry")
-    choices = np.argmax(weights, axis=-1)
+    if reducer.choices is None:  # computed without a cache
+        reducer.result()
+    choices, weights = reducer.choices.astype(int), reducer.weights.astype(np.float32)
+    if len(choices) != len(mentions):
+        raise ValueError(f"attention for {len(choices)} mentions, expected {len(mentions)}; clear the cache entry")
     correct = is_correct(passages, mentions, choices)
     selection = halves(passages, seed)[mentions["passage"].to_numpy()]
     mentions["half"] = np.where(selection, "selection", "held-out")
