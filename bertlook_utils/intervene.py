@@ -149,9 +149,11 @@ def uniform_head(layer: int, head: int | None = None, valid: torch.Tensor | None
 
 
 def drain_tokens(layer: int, sources: torch.Tensor, receivers: torch.Tensor, mode: str = "renormalise",
-                 head: int | None = None) -> Edit:
-    """Move all attention on the `sources` columns (bool [B, T], e.g. [CLS] and [SEP]) to the `receivers`
-    columns (bool [B, T]), in `layer` (one head, or all when head is None); see `redistribute`."""
+                 head: int | None = None, matched: bool = False) -> Edit:
+    """Move the attention on the `sources` columns (bool [B, T], e.g. [CLS] and [SEP]) to the `receivers`
+    columns (bool [B, T]), in `layer` (one head, or all when head is None); see `redistribute`. All of it,
+    or with `matched`, per row only `matched_mass` (taken from the sources in proportion): what
+    `drain_random` moves between ordinary tokens, so that both change the row by the same total variation."""
     if (sources & receivers).any():
         raise ValueError("a token cannot be both a source and a receiver of the moved attention")
 
@@ -160,10 +162,14 @@ def drain_tokens(layer: int, sources: torch.Tensor, receivers: torch.Tensor, mod
             return probs
         heads = _heads(probs, head)
         part = probs[:, heads]
-        moved = redistribute(part, part * _columns(sources, probs, "sources"),
-                             _columns(receivers, probs, "receivers"), mode)
+        removed = part * _columns(sources, probs, "sources")
+        receiving = _columns(receivers, probs, "receivers")
+        if matched:
+            total = removed.sum(-1, keepdim=True)
+            limit = matched_mass(total, (part * receiving).sum(-1, keepdim=True))
+            removed = removed * torch.where(total > 0, limit / total.clamp_min(torch.finfo(probs.dtype).tiny), 0)
         out = probs.clone()
-        out[:, heads] = moved
+        out[:, heads] = redistribute(part, removed, receiving, mode)
         return out
     return edit
 
@@ -182,13 +188,18 @@ def random_removal(probs: torch.Tensor, amount: torch.Tensor, candidates: torch.
     return torch.zeros_like(probs).scatter(-1, order, taken)
 
 
+def matched_mass(sink_mass: torch.Tensor, ordinary_mass: torch.Tensor) -> torch.Tensor:
+    """The mass the matched edits move in a row: min(sink mass, half the ordinary mass), the most that can be
+    taken from some ordinary tokens and still leave as much on the others."""
+    return torch.minimum(sink_mass, ordinary_mass / 2)
+
+
 def drain_random(layer: int, sinks: torch.Tensor, valid: torch.Tensor, mode: str = "renormalise",
                  head: int | None = None, seed: int = 0) -> Edit:
-    """The control for `drain_tokens(layer, sinks, valid & ~sinks)`: per row, remove the same mass that row
-    puts on the `sinks` from randomly chosen ordinary tokens (seeded), and give it to the ordinary tokens
-    not drained (not to the sinks, which keep their attention; where every ordinary token was drained, to all
-    of them). Rows whose ordinary tokens hold less than the sink mass lose all of it (`random_removal`);
-    `edit.matched` is the removed mass over the sink mass in the last call (1.0 when fully matched)."""
+    """The control for `drain_tokens(layer, sinks, valid & ~sinks, mode, head, matched=True)`: per row,
+    remove `matched_mass` from randomly chosen ordinary tokens (valid, not sinks; seeded; see
+    `random_removal`), and give it to the ordinary tokens not drained (not to the sinks, which keep their
+    attention; where no ordinary token is left undrained, to all of them)."""
     generator = torch.Generator().manual_seed(seed)
 
     def edit(current: int, probs: torch.Tensor) -> torch.Tensor:
@@ -198,35 +209,31 @@ def drain_random(layer: int, sinks: torch.Tensor, valid: torch.Tensor, mode: str
         part = probs[:, heads]
         sink = _columns(sinks, probs, "sinks")
         ordinary = _columns(valid, probs, "valid") * (1 - sink)
-        target = (part * sink).sum(-1, keepdim=True)
-        removed = random_removal(part, target, ordinary, generator)
+        amount = matched_mass((part * sink).sum(-1, keepdim=True), (part * ordinary).sum(-1, keepdim=True))
+        removed = random_removal(part, amount, ordinary, generator)
         receivers = ordinary * (removed == 0)
         receivers = torch.where(receivers.sum(-1, keepdim=True) > 0, receivers, ordinary.expand_as(part))
-        edit.matched = float(removed.sum() / target.sum().clamp_min(torch.finfo(probs.dtype).tiny))
         out = probs.clone()
         out[:, heads] = redistribute(part, removed, receivers, mode)
         return out
-    edit.matched = float("nan")
     return edit
 
 
 class Capture:
-    """An edit that keeps every layer's probabilities in the graph: after a forward pass and
-    `loss.backward()`, `probs[layer]` [B, H, T, T] and `grads[layer]` hold α and ∂loss/∂α."""
+    """An edit that keeps every layer's probabilities in the graph, unchanged: after a forward pass inside
+    `edit_attention(model, capture)` (with gradients enabled), `probs[layer]` [B, H, T, T] holds α and
+    `gradients(loss)` returns ∂loss/∂α per layer (without touching the parameters' .grad)."""
 
     def __init__(self):
         self.probs: dict[int, torch.Tensor] = {}
 
     def __call__(self, layer: int, probs: torch.Tensor) -> torch.Tensor:
-        if probs.requires_grad:
-            probs.retain_grad()
         self.probs[layer] = probs
         return probs
 
-    @property
-    def grads(self) -> dict[int, torch.Tensor]:
-        missing = [layer for layer, p in self.probs.items() if p.grad is None]
-        if missing or not self.probs:
-            raise RuntimeError("no gradients captured: run the forward pass inside edit_attention with gradients "
-                               "enabled, then call backward() on a loss")
-        return {layer: p.grad for layer, p in self.probs.items()}
+    def gradients(self, loss: torch.Tensor) -> dict[int, torch.Tensor]:
+        layers = sorted(self.probs)
+        if not layers or not all(self.probs[layer].requires_grad for layer in layers):
+            raise RuntimeError("no probabilities in the autograd graph: run the forward pass inside edit_attention "
+                               "with gradients enabled (not under torch.no_grad / inference_mode)")
+        return dict(zip(layers, torch.autograd.grad(loss, [self.probs[layer] for layer in layers])))

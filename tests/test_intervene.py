@@ -102,18 +102,20 @@ def test_uniform_head_in_the_model_leaves_other_heads_and_earlier_layers_alone()
     torch.testing.assert_close(edited[1][:, 1], expected[:, None, :].expand(3, 9, 9))
 
 
-def test_capture_keeps_gradients_with_padding():
+def test_capture_gives_gradients_with_padding():
     model, inputs = tiny_bert(), tiny_inputs()
     capture = intervene.Capture()
     with intervene.edit_attention(model, capture):
         out = model(**inputs).last_hidden_state
-    out[:, 0, 0].sum().backward()  # not the sum over hidden units: LayerNorm makes that constant
-    grads = capture.grads
+    grads = capture.gradients(out[:, 0, 0].sum())  # not a sum over hidden units: LayerNorm makes that constant
     assert sorted(grads) == [0, 1] and grads[1].shape == (3, 2, 9, 9)
     assert grads[1].abs().sum() > 0
+    assert all(p.grad is None for p in model.parameters())  # the parameters are left alone
     assert torch.all(capture.probs[0][1, :, :, 6:] == 0)  # padded columns hold no attention
-    with pytest.raises(RuntimeError, match="no gradients"):
-        intervene.Capture().grads
+    with torch.no_grad(), intervene.edit_attention(model, capture := intervene.Capture()):
+        out = model(**inputs).last_hidden_state
+    with pytest.raises(RuntimeError, match="autograd graph"):
+        capture.gradients(out.sum())
 
 
 def test_no_layer_list_is_a_clear_error():
@@ -167,20 +169,20 @@ def test_uniform_head_rows_are_uniform_over_valid_tokens():
 
 @pytest.mark.parametrize("mode", intervene.MODES)
 def test_drain_random_removes_the_sink_mass_from_ordinary_tokens(mode):
-    # a flat map with light sinks, so that every row's ordinary tokens hold more than its sink mass
-    probs = random_probs(valid=VALID, scale=0.3) * torch.where(SINKS, 0.5, 1.0)[:, None, None, :]
+    # a flat map with light sinks, so that every row's ordinary tokens hold over twice its sink mass
+    probs = random_probs(valid=VALID, scale=0.3) * torch.where(SINKS, 0.3, 1.0)[:, None, None, :]
     probs = probs / probs.sum(-1, keepdim=True)
     sink_mass = (probs * SINKS[:, None, None, :]).sum(-1)
-    assert torch.all(sink_mass < 1 - sink_mass)
+    assert torch.all(sink_mass < (1 - sink_mass) / 2)
     edit = intervene.drain_random(0, SINKS, VALID, mode, head=1, seed=3)
+    assert edit(1, probs) is probs  # other layers untouched
     out = edit(0, probs)
-    assert edit.matched == pytest.approx(1.0)
     torch.testing.assert_close(out.sum(-1), torch.ones(2, 3, 7, dtype=torch.float64))
     torch.testing.assert_close(out[:, [0, 2]], probs[:, [0, 2]], rtol=0, atol=0)
     sink = SINKS[:, None, :].expand(2, 7, 7)
     torch.testing.assert_close(out[:, 1][sink], probs[:, 1][sink], rtol=0, atol=0)  # sinks keep their mass
     assert torch.all(out[:, 1][~VALID[:, None, :].expand(2, 7, 7)] == 0)
-    # each row lost (at least) its sink mass on some ordinary tokens and gained it back on others
+    # each row lost its sink mass on some ordinary tokens and gained it back on others
     change = out[:, 1] - probs[:, 1]
     lost = (-change).clamp_min(0).sum(-1)
     torch.testing.assert_close(lost, (probs[:, 1] * SINKS[:, None, :]).sum(-1))
@@ -190,14 +192,23 @@ def test_drain_random_removes_the_sink_mass_from_ordinary_tokens(mode):
     assert (other - out).abs().max() > 1e-6
 
 
-def test_drain_random_when_the_sinks_hold_most_of_the_mass():
-    probs = torch.tensor([[[[0.9, 0.05, 0.05]]]], dtype=torch.float64)
-    sinks, valid = torch.tensor([[True, False, False]]), torch.ones(1, 3, dtype=torch.bool)
-    edit = intervene.drain_random(0, sinks, valid, "renormalise")
-    out = edit(0, probs)
-    assert edit.matched == pytest.approx(0.1 / 0.9)
-    torch.testing.assert_close(out.sum(-1), torch.ones(1, 1, 1, dtype=torch.float64))
-    assert out[0, 0, 0, 0] == 0.9
+def test_matched_drains_move_the_same_mass_when_the_sinks_hold_most_of_it():
+    probs = torch.tensor([[[[0.9, 0.03, 0.03, 0.02, 0.02], [0.2, 0.5, 0.1, 0.1, 0.1]]]], dtype=torch.float64)
+    sinks, valid = torch.tensor([[True, False, False, False, False]]), torch.ones(1, 5, dtype=torch.bool)
+    full = intervene.drain_tokens(0, sinks, valid & ~sinks, "uniform")(0, probs)
+    sink = intervene.drain_tokens(0, sinks, valid & ~sinks, "uniform", matched=True)(0, probs)
+    torch.testing.assert_close(full[0, 0], torch.tensor([[0.0, 0.255, 0.255, 0.245, 0.245],
+                                                         [0.0, 0.55, 0.15, 0.15, 0.15]], dtype=torch.float64))
+    # row 0: 0.9 on the sink, 0.1 on ordinary tokens: the matched edits move min(0.9, 0.1 / 2) = 0.05
+    torch.testing.assert_close(sink[0, 0, 0], torch.tensor([0.85, 0.0425, 0.0425, 0.0325, 0.0325],
+                                                           dtype=torch.float64))
+    torch.testing.assert_close(sink[0, 0, 1], full[0, 0, 1])  # row 1: min(0.2, 0.8 / 2) = 0.2, all of it
+    for seed in range(5):
+        control = intervene.drain_random(0, sinks, valid, "uniform", seed=seed)(0, probs)
+        torch.testing.assert_close(control.sum(-1), torch.ones(1, 1, 2, dtype=torch.float64))
+        assert torch.all(control[..., 0] == probs[..., 0])  # the sink keeps its mass in the control
+        for row, mass in ((0, 0.05), (1, 0.2)):  # the same total variation as the matched sink edit
+            assert float((control - probs)[0, 0, row].abs().sum()) == pytest.approx(2 * mass)
 
 
 def test_random_removal_takes_whole_tokens_then_part_of_one():
