@@ -1,0 +1,397 @@
+"""The [SEP] no-op argument (Clark et al. 2019, §3.2, Fig 3; SPEC §4.2): attention-gradient importance and
+a causal test the paper did not run.
+
+Gradient importance: for every attention probability α (layer, head, from-token i, to-token j), the
+magnitude of ∂L/∂α, averaged per head over the weights that go to [SEP], to [CLS], to the punctuation
+tokens "." and "," and to every other token; beside it, the attention mass to the same tokens (Fig 3's two
+panels). L is an `Objective`: `MaskedLM` (the paper's masked-LM loss; needs a model with an MLM head) or
+`PairCosine` (the cosine similarity of the mean-pooled final states of segment A and of segment B, for
+encoders without one, such as the default all-MiniLM-L6-v2). `objective_for(encoder)` picks.
+
+Causal test (`sink_ablation`): in one layer (all heads, or one head) move the attention mass on the sink
+tokens ([CLS] and [SEP]) to the ordinary tokens — renormalised, or in equal shares — and measure how far the
+final token vectors and the mean-pooled embedding move (cosine distance). The control moves the same mass
+between ordinary tokens instead (away from randomly chosen ones); because a row that puts 0.9 on [CLS] has
+only 0.1 elsewhere, the like-for-like comparison moves per row min(sink mass, half the ordinary mass) in
+both (`intervene.matched_mass`), beside the edit that moves all of the sink mass. If attending to a sink is
+a no-op, moving its mass should change the output less than moving the same mass between ordinary tokens.
+
+Every input weighs the same; results keep per-input values so that intervals can be taken over inputs.
+Both analyses are cached (model fingerprint + data + settings + this module's code version).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy import stats
+from torch import nn
+from tqdm.auto import tqdm
+
+from . import intervene
+from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
+from .corpora import Segment
+from .extract import is_punctuation, items_fingerprint
+from .models import Encoder
+
+CATEGORIES = ("sep", "cls", "punct", "other")
+CONDITIONS = (("sink", "all", "renormalise"), ("sink", "all", "uniform"),
+              ("sink", "matched", "renormalise"), ("random", "matched", "renormalise"),
+              ("sink", "matched", "uniform"), ("random", "matched", "uniform"))
+DISTANCES = ("token_distance", "pooled_distance")
+
+
+# -- inputs -----------------------------------------------------------------------------------------
+@dataclass
+class TokenBatch:
+    """A padded batch ready for the model: `inputs` (input_ids, attention_mask[, token_type_ids]) and bool
+    masks [B, T]: valid, cls, sep, punct (". ,"), other (valid and none of those), segment_b (B's tokens)."""
+
+    inputs: dict[str, torch.Tensor]
+    valid: torch.Tensor
+    cls: torch.Tensor
+    sep: torch.Tensor
+    punct: torch.Tensor
+    other: torch.Tensor
+    segment_b: torch.Tensor
+
+    @property
+    def sinks(self) -> torch.Tensor:
+        return self.cls | self.sep
+
+    def category(self, name: str) -> torch.Tensor:
+        return getattr(self, name)
+
+
+def token_batch(encoder: Encoder, items: Sequence) -> TokenBatch:
+    """Tokenize items (segments, texts or (a, b) pairs) with `encoder.prepare` and pad them."""
+    prepared = [encoder.prepare(*_pair(item)) for item in items]
+    width = max(len(p.input_ids) for p in prepared)
+    pad = encoder.tokenizer.pad_token_id or 0
+
+    def padded(values, fill):
+        return torch.tensor([list(v) + [fill] * (width - len(v)) for v in values])
+
+    ids = padded([p.input_ids for p in prepared], pad)
+    valid = padded([[True] * len(p.input_ids) for p in prepared], False)
+    inputs = {"input_ids": ids, "attention_mask": valid.long()}
+    if "token_type_ids" in encoder.tokenizer.model_input_names:
+        inputs["token_type_ids"] = padded([p.token_type_ids for p in prepared], 0)
+    cls = padded([[t == encoder.cls_token for t in p.tokens] for p in prepared], False)
+    sep = padded([[t == encoder.sep_token for t in p.tokens] for p in prepared], False)
+    punct = padded([[is_punctuation(t) for t in p.tokens] for p in prepared], False)
+    segment_b = padded([[s == 1 for s in p.segment_ids] for p in prepared], False)
+    return TokenBatch(inputs, valid, cls, sep, punct, valid & ~cls & ~sep & ~punct, segment_b)
+
+
+def _pair(item) -> tuple:
+    if isinstance(item, Segment):
+        return item.pair
+    return item if isinstance(item, tuple) else (item, None)
+
+
+def _batches(items: Sequence, batch_size: int):
+    for start in range(0, len(items), batch_size):
+        yield start, items[start:start + batch_size]
+
+
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """[B, T, D] states averaged over the tokens in `mask` [B, T] -> [B, D]."""
+    weights = mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1)
+
+
+# -- objectives -------------------------------------------------------------------------------------
+class Objective:
+    """A differentiable output of the model: `module(encoder)` is the network to run, `loss(module, batch,
+    seeds)` the value per input [B] (seeds [B]: one integer per input, for objectives that draw at random)."""
+
+    name = "objective"
+    description = ""
+
+    def module(self, encoder: Encoder) -> nn.Module:
+        return encoder.model
+
+    def loss(self, module: nn.Module, batch: TokenBatch, seeds: Sequence[int]) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class PairCosine(Objective):
+    """cos(mean of the final states over segment A's wordpieces, mean over segment B's), one forward pass
+    over `[CLS] A [SEP] B [SEP]` ([CLS]/[SEP] are left out of both means). Sentence encoders such as
+    all-MiniLM-L6-v2 are trained to make this kind of similarity meaningful; only |∂L/∂α| is used, so the
+    sign (similarity or distance) does not matter."""
+
+    name = "pair-cosine"
+    description = "cosine similarity of the mean-pooled final states of segment A and segment B"
+
+    def loss(self, module: nn.Module, batch: TokenBatch, seeds: Sequence[int]) -> torch.Tensor:
+        words = batch.valid & ~batch.sinks
+        a, b = words & ~batch.segment_b, words & batch.segment_b
+        if not (a.any(1) & b.any(1)).all():
+            raise ValueError("PairCosine needs (a, b) pairs with words on both sides; give segments or pairs")
+        hidden = module(**batch.inputs).last_hidden_state
+        return nn.functional.cosine_similarity(mean_pool(hidden, a), mean_pool(hidden, b), dim=-1)
+
+
+class MaskedLM(Objective):
+    """The masked-LM loss, as the paper: `rate` of each input's ordinary wordpieces (at least one; drawn
+    with the input's seed) are replaced by [MASK]; the loss is the mean cross-entropy at those positions.
+    `model` is the same encoder with its MLM head (e.g. AutoModelForMaskedLM, eager attention)."""
+
+    name = "mlm"
+    description = "masked-LM cross-entropy (15 % of the wordpieces masked)"
+
+    def __init__(self, model: nn.Module, mask_token_id: int, rate: float = 0.15):
+        self.model, self.mask_token_id, self.rate = model.eval(), mask_token_id, rate
+
+    def module(self, encoder: Encoder) -> nn.Module:
+        return self.model
+
+    def loss(self, module: nn.Module, batch: TokenBatch, seeds: Sequence[int]) -> torch.Tensor:
+        ids = batch.inputs["input_ids"]
+        masked = torch.zeros_like(batch.valid)
+        for i, seed in enumerate(seeds):
+            candidates = torch.nonzero(batch.valid[i] & ~batch.sinks[i]).flatten()
+            order = torch.randperm(len(candidates), generator=torch.Generator().manual_seed(int(seed)))
+            masked[i, candidates[order[:max(1, round(self.rate * len(candidates)))]]] = True
+        inputs = dict(batch.inputs, input_ids=torch.where(masked, self.mask_token_id, ids))
+        logits = module(**inputs).logits
+        ce = nn.functional.cross_entropy(logits.transpose(1, 2), ids, reduction="none")
+        return (ce * masked).sum(1) / masked.sum(1)
+
+
+def has_mlm_head(encoder: Encoder) -> bool:
+    """True when the checkpoint declares a masked-LM architecture (e.g. BertForMaskedLM, BertForPreTraining)."""
+    names = getattr(encoder.model.config, "architectures", None) or []
+    return any(n.endswith(("ForMaskedLM", "ForPreTraining")) for n in names)
+
+
+def objective_for(encoder: Encoder) -> Objective:
+    """`MaskedLM` with the checkpoint's own MLM head when it has one (as the paper), else `PairCosine`."""
+    if not has_mlm_head(encoder):
+        return PairCosine()
+    from transformers import AutoModelForMaskedLM
+
+    folder = encoder.model.config._name_or_path
+    model = AutoModelForMaskedLM.from_pretrained(folder, attn_implementation="eager")
+    return MaskedLM(model, encoder.tokenizer.mask_token_id)
+
+
+# -- gradient importance ----------------------------------------------------------------------------
+@dataclass
+class GradientResult:
+    """Per input, layer, head and category (CATEGORIES): `gradient` [N, L, H, 4] = mean |∂L/∂α| over the
+    weights from every token to that category; `attention` [N, L, H, 4] = attention mass to it, averaged
+    over from-tokens. NaN where an input has no token of a category."""
+
+    gradient: np.ndarray
+    attention: np.ndarray
+    objective: str
+
+    def by_layer(self) -> pd.DataFrame:
+        """layer (1-indexed), category, gradient, attention: means over inputs and heads."""
+        rows = []
+        for layer in range(self.gradient.shape[1]):
+            for c, category in enumerate(CATEGORIES):
+                rows.append((layer + 1, category, np.nanmean(self.gradient[:, layer, :, c]),
+                             np.nanmean(self.attention[:, layer, :, c])))
+        return pd.DataFrame(rows, columns=["layer", "category", "gradient", "attention"])
+
+    def by_head(self, value: str = "gradient") -> pd.DataFrame:
+        """One row per head (1-indexed layer, head), one column per category: the mean over inputs."""
+        from .surface import head_frame
+
+        array = getattr(self, value)
+        return head_frame({c: np.nanmean(array[..., i], axis=0) for i, c in enumerate(CATEGORIES)})
+
+    def relative(self) -> pd.DataFrame:
+        """Per layer, each category's gradient over the gradient to `other` tokens (mean over inputs of the
+        per-input ratio of head means), with a 95 % t-interval over inputs."""
+        per_input = np.nanmean(self.gradient, axis=2)  # [N, L, 4]
+        ratio = per_input / per_input[..., [CATEGORIES.index("other")]]
+        rows = []
+        for layer in range(ratio.shape[1]):
+            for c, category in enumerate(CATEGORIES[:-1]):
+                rows.append((layer + 1, category, *mean_interval(ratio[:, layer, c])))
+        return pd.DataFrame(rows, columns=["layer", "category", "ratio", "low", "high"])
+
+
+def mean_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and two-sided t-interval over the finite values."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) < 2:
+        raise ValueError("an interval needs at least two inputs")
+    mean, sem = values.mean(), values.std(ddof=1) / np.sqrt(len(values))
+    half = stats.t.ppf(0.5 + level / 2, len(values) - 1) * sem
+    return float(mean), float(mean - half), float(mean + half)
+
+
+def _per_category(values: torch.Tensor, batch: TokenBatch, mean_over_columns: bool) -> torch.Tensor:
+    """values [B, H, T, T] -> [B, H, 4]: per category, the sum (attention) or mean (gradient) over its
+    columns, then the mean over the input's rows."""
+    rows = batch.valid.to(values.dtype)
+    out = []
+    for category in CATEGORIES:
+        columns = batch.category(category).to(values.dtype)
+        per_row = (values * columns[:, None, None, :]).sum(-1)
+        if mean_over_columns:
+            per_row = per_row / columns.sum(1)[:, None, None]  # NaN (0/0) where the category is absent
+        out.append((per_row * rows[:, None, :]).sum(-1) / rows.sum(1)[:, None])
+    return torch.stack(out, -1)
+
+
+def attention_gradients(encoder: Encoder, items: Sequence, objective: Objective | None = None,
+                        batch_size: int = 8, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                        progress: bool = True) -> GradientResult:
+    """|∂L/∂α| and α per input, layer, head and category (see `GradientResult`), cached."""
+    if not items:
+        raise ValueError("no inputs: give segments, texts or (a, b) pairs")
+    objective = objective or objective_for(encoder)
+    path = None
+    if cache_dir is not None:
+        path = entry_path(cache_dir, "gradients", encoder.fingerprint, items_fingerprint(list(items)),
+                          objective.name, str(seed), version=code_version("gradients"))
+        cached = load_result(path)
+        if cached is not None:
+            return GradientResult(cached["gradient"], cached["attention"], objective.name)
+    module = objective.module(encoder)
+    gradient, attention = [], []
+    bar = tqdm(total=len(items), desc=f"attention gradients ({objective.name})", unit="input", disable=not progress)
+    for start, chunk in _batches(items, batch_size):
+        batch = token_batch(encoder, chunk)
+        capture = intervene.Capture()
+        with torch.enable_grad(), intervene.edit_attention(module, capture):
+            loss = objective.loss(module, batch, [seed + start + i for i in range(len(chunk))])
+        grads = capture.gradients(loss.sum())
+        layers = sorted(grads)
+        gradient.append(torch.stack([_per_category(grads[l].abs(), batch, True) for l in layers], 1))
+        attention.append(torch.stack([_per_category(capture.probs[l].detach(), batch, False) for l in layers], 1))
+        bar.update(len(chunk))
+    bar.close()
+    result = GradientResult(torch.cat(gradient).double().numpy(), torch.cat(attention).double().numpy(),
+                            objective.name)
+    if path is not None:
+        save_result(path, {"gradient": result.gradient, "attention": result.attention})
+    return result
+
+
+# -- the causal test --------------------------------------------------------------------------------
+@dataclass
+class AblationResult:
+    """`frame`: one row per input, scope and condition: scope ("layer": all heads of the layer, or "head"),
+    layer and head (1-indexed; head 0 = all heads), source ("sink": [CLS] and [SEP], or "random": random
+    ordinary tokens), amount ("all" of the sink mass, or "matched": `intervene.matched_mass`, the same in
+    both sources), mode ("renormalise" or "uniform", how the mass is given to the other tokens), input,
+    token_distance (mean over tokens of 1 - cos between the final vectors with and without the edit),
+    pooled_distance (1 - cos of the mean-pooled embeddings), moved (attention mass moved per row, mean over
+    rows and edited heads)."""
+
+    frame: pd.DataFrame
+
+    def summary(self, distance: str = "pooled_distance") -> pd.DataFrame:
+        """Mean and 95 % t-interval over inputs of `distance`, per scope, layer, head and condition."""
+        rows = []
+        for key, group in self.frame.groupby(["scope", "layer", "head", *CONDITION_COLUMNS], sort=False):
+            rows.append((*key, *mean_interval(group[distance].to_numpy()), group["moved"].mean()))
+        return pd.DataFrame(rows, columns=["scope", "layer", "head", *CONDITION_COLUMNS, "mean", "low", "high",
+                                           "moved"])
+
+    def contrast(self, distance: str = "pooled_distance", mode: str = "renormalise") -> pd.DataFrame:
+        """Paired per input, for the matched amount: distance after moving mass away from the sinks minus
+        distance after moving the same mass between random ordinary tokens, with a 95 % t-interval; `ratio`
+        = mean sink / mean random."""
+        matched = self.frame[(self.frame["amount"] == "matched") & (self.frame["mode"] == mode)]
+        wide = matched.pivot_table(index=["scope", "layer", "head", "input"], columns="source", values=distance)
+        rows = []
+        for key, group in wide.groupby(level=["scope", "layer", "head"], sort=False):
+            sink, random = group["sink"].to_numpy(), group["random"].to_numpy()
+            rows.append((*key, sink.mean(), random.mean(), *mean_interval(sink - random),
+                         sink.mean() / random.mean()))
+        return pd.DataFrame(rows, columns=["scope", "layer", "head", "sink", "random", "difference", "low", "high",
+                                           "ratio"])
+
+
+CONDITION_COLUMNS = ("source", "amount", "mode")
+
+
+def _frame_arrays(frame: pd.DataFrame, prefix: str) -> dict[str, np.ndarray]:
+    return {f"{prefix}.{c}": frame[c].to_numpy(dtype=None if pd.api.types.is_numeric_dtype(frame[c]) else str)
+            for c in frame}
+
+
+def _frame_from(arrays: dict[str, np.ndarray], prefix: str) -> pd.DataFrame:
+    columns = {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith(prefix + ".")}
+    return pd.DataFrame({c: v.tolist() if v.dtype.kind == "U" else v for c, v in columns.items()})
+
+
+def _cosine_distance(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return 1 - nn.functional.cosine_similarity(x, y, dim=-1)
+
+
+def _edit(batch: TokenBatch, layer: int, head: int | None, source: str, amount: str, mode: str, seed: int):
+    if source == "sink":
+        return intervene.drain_tokens(layer, batch.sinks, batch.valid & ~batch.sinks, mode, head,
+                                      matched=amount == "matched")
+    return intervene.drain_random(layer, batch.sinks, batch.valid, mode, head, seed=seed)
+
+
+def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, int]] = (), batch_size: int = 16,
+                  seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True
+                  ) -> AblationResult:
+    """The causal test on `items`: every layer with all its heads edited, and each (layer, head) in `heads`
+    (0-based) alone, under every condition in CONDITIONS (source, amount, mode). Cached."""
+    if not items:
+        raise ValueError("no inputs: give segments, texts or (a, b) pairs")
+    scopes = [("layer", layer, None) for layer in range(encoder.n_layers)]
+    for layer, head in heads:
+        if not (0 <= layer < encoder.n_layers and 0 <= head < encoder.n_heads):
+            raise ValueError(f"head ({layer}, {head}) does not exist: heads are 0-based (layer, head) pairs "
+                             f"within {encoder.n_layers} layers x {encoder.n_heads} heads")
+        scopes.append(("head", layer, head))
+    path = None
+    if cache_dir is not None:
+        path = entry_path(cache_dir, "sink-ablation", encoder.fingerprint, items_fingerprint(list(items)),
+                          json.dumps(scopes), str(seed), version=code_version("gradients"))
+        cached = load_result(path)
+        if cached is not None:
+            return AblationResult(_frame_from(cached, "frame"))
+    model, rows = encoder.model, []
+    bar = tqdm(total=len(items) * len(scopes) * len(CONDITIONS), desc="sink ablation", unit="pass",
+               disable=not progress)
+    with torch.inference_mode():
+        for start, chunk in _batches(items, batch_size):
+            batch = token_batch(encoder, chunk)
+            base = model(**batch.inputs, output_attentions=True)
+            pooled = mean_pool(base.last_hidden_state, batch.valid)
+            rows_mask = batch.valid.to(pooled.dtype)
+
+            def row_mean(values):  # [B, T] -> [B]
+                return (values * rows_mask).sum(1) / rows_mask.sum(1)
+
+            for s, (scope, layer, head) in enumerate(scopes):
+                edited = base.attentions[layer][:, slice(None) if head is None else slice(head, head + 1)]
+                sink_mass = (edited * batch.sinks[:, None, None, :]).sum(-1)
+                moved = {"all": row_mean(sink_mass.mean(1)),
+                         "matched": row_mean(intervene.matched_mass(sink_mass, 1 - sink_mass).mean(1))}
+                for source, amount, mode in CONDITIONS:
+                    edit = _edit(batch, layer, head, source, amount, mode, seed + 1000 * s + start)
+                    with intervene.edit_attention(model, edit):
+                        hidden = model(**batch.inputs).last_hidden_state
+                    token = row_mean(_cosine_distance(hidden, base.last_hidden_state))
+                    pool = _cosine_distance(mean_pool(hidden, batch.valid), pooled)
+                    for i in range(len(chunk)):
+                        rows.append((scope, layer + 1, 0 if head is None else head + 1, source, amount, mode,
+                                     start + i, float(token[i]), float(pool[i]), float(moved[amount][i])))
+                    bar.update(len(chunk))
+    bar.close()
+    frame = pd.DataFrame(rows, columns=["scope", "layer", "head", *CONDITION_COLUMNS, "input", *DISTANCES, "moved"])
+    if path is not None:
+        save_result(path, _frame_arrays(frame, "frame"))
+    return AblationResult(frame)

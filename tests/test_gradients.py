@@ -1,0 +1,168 @@
+"""Attention-gradient importance and the sink ablation on tiny random BERTs with the real WordPiece tokenizer."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertModel
+
+from bertlook_utils import gradients, intervene
+from bertlook_utils.models import Encoder, default_model_path, load_encoder
+
+PAIRS = [("The cat sat on the mat.", "It was warm, and it slept."),
+         ("Paris is large.", "Rome is old, too.")]
+
+
+@lru_cache(maxsize=1)
+def tokenizer():
+    return AutoTokenizer.from_pretrained(default_model_path())
+
+
+def tiny_config(**extra) -> BertConfig:
+    return BertConfig(vocab_size=tokenizer().vocab_size, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                      intermediate_size=32, max_position_embeddings=64, initializer_range=0.3,
+                      attn_implementation="eager", **extra)
+
+
+def tiny_encoder(seed: int = 0) -> Encoder:
+    """2 layers x 2 heads, hidden 16, random weights, float64."""
+    torch.manual_seed(seed)
+    return Encoder("tiny", BertModel(tiny_config()).double().eval(), tokenizer(), f"tiny-{seed}", 64)
+
+
+def finite_difference(loss_of, layer, index, eps=1e-6) -> float:
+    """Central difference of loss_of(edit) when attention entry `index` of `layer` is moved by ±eps."""
+    def shifted(delta):
+        def edit(current, probs):
+            if current != layer:
+                return probs
+            out = probs.clone()
+            out[index] += delta
+            return out
+        return loss_of(edit)
+    return (shifted(eps) - shifted(-eps)) / (2 * eps)
+
+
+ENTRIES = [(0, (0, 0, 3, 0)), (0, (1, 1, 2, 5)), (1, (0, 1, 0, 7)), (1, (1, 0, 4, 4)), (1, (0, 0, 6, 12))]
+
+
+def check_against_finite_differences(module, objective, batch, seeds):
+    capture = intervene.Capture()
+    with intervene.edit_attention(module, capture):
+        grads = capture.gradients(objective.loss(module, batch, seeds).sum())
+
+    def loss_of(edit):
+        with torch.no_grad(), intervene.edit_attention(module, edit):
+            return float(objective.loss(module, batch, seeds).sum())
+
+    for layer, index in ENTRIES:
+        assert batch.valid[index[0], index[2]] and batch.valid[index[0], index[3]]
+        expected = finite_difference(loss_of, layer, index)
+        assert float(grads[layer][index]) == pytest.approx(expected, rel=1e-5, abs=1e-9)
+    assert max(float(g.abs().max()) for g in grads.values()) > 1e-4  # not trivially zero
+
+
+def test_pair_cosine_gradients_agree_with_finite_differences():
+    encoder = tiny_encoder()
+    batch = gradients.token_batch(encoder, PAIRS)
+    check_against_finite_differences(encoder.model, gradients.PairCosine(), batch, [0, 1])
+
+
+def test_masked_lm_gradients_agree_with_finite_differences():
+    torch.manual_seed(1)
+    model = BertForMaskedLM(tiny_config()).double().eval()
+    objective = gradients.MaskedLM(model, tokenizer().mask_token_id)
+    batch = gradients.token_batch(tiny_encoder(), PAIRS)
+    loss = objective.loss(model, batch, [0, 1])
+    assert loss.shape == (2,) and torch.all(loss > 0)
+    torch.testing.assert_close(objective.loss(model, batch, [0, 1]), loss)  # seeded masking
+    assert not torch.allclose(objective.loss(model, batch, [5, 6]), loss)
+    check_against_finite_differences(model, objective, batch, [0, 1])
+
+
+def test_attention_gradients_aggregates_per_category():
+    encoder = tiny_encoder()
+    result = gradients.attention_gradients(encoder, PAIRS, gradients.PairCosine(), cache_dir=None, progress=False)
+    assert result.gradient.shape == result.attention.shape == (2, 2, 2, len(gradients.CATEGORIES))
+    np.testing.assert_allclose(result.attention.sum(-1), 1, atol=1e-12)  # the categories split each row
+    # by hand for input 1 ("Rome is old, too."), layer 2, head 1: the mean |grad| on "," and "." columns
+    batch = gradients.token_batch(encoder, PAIRS)
+    capture = intervene.Capture()
+    with intervene.edit_attention(encoder.model, capture):
+        grads = capture.gradients(gradients.PairCosine().loss(encoder.model, batch, [0, 1]).sum())
+    n = int(batch.valid[1].sum())
+    g = grads[1][1, 0, :n, :n].abs()
+    tokens = encoder.prepare(*PAIRS[1]).tokens
+    punct = [j for j, t in enumerate(tokens) if t in (".", ",")]
+    sep = [j for j, t in enumerate(tokens) if t == "[SEP]"]
+    assert len(punct) == 3 and len(sep) == 2
+    assert result.gradient[1, 1, 0, gradients.CATEGORIES.index("punct")] == pytest.approx(float(g[:, punct].mean()))
+    assert result.gradient[1, 1, 0, gradients.CATEGORIES.index("sep")] == pytest.approx(float(g[:, sep].mean()))
+    assert result.gradient[1, 1, 0, gradients.CATEGORIES.index("cls")] == pytest.approx(float(g[:, 0].mean()))
+    by_layer = result.by_layer()
+    assert list(by_layer.columns) == ["layer", "category", "gradient", "attention"] and len(by_layer) == 8
+    assert result.relative()["category"].tolist() == ["sep", "cls", "punct"] * 2
+
+
+def test_missing_category_is_nan_not_zero():
+    encoder = tiny_encoder()
+    result = gradients.attention_gradients(encoder, [("cats sleep", "dogs bark")], gradients.PairCosine(),
+                                           cache_dir=None, progress=False)
+    assert np.all(np.isnan(result.gradient[..., gradients.CATEGORIES.index("punct")]))
+    assert np.all(result.attention[..., gradients.CATEGORIES.index("punct")] == 0)
+
+
+def test_pair_cosine_needs_pairs():
+    encoder = tiny_encoder()
+    with pytest.raises(ValueError, match="pairs"):
+        gradients.attention_gradients(encoder, ["a single text."], gradients.PairCosine(), cache_dir=None,
+                                      progress=False)
+
+
+def test_objective_for_uses_the_mlm_head_when_the_checkpoint_has_one(tmp_path):
+    torch.manual_seed(0)
+    BertForMaskedLM(tiny_config()).save_pretrained(tmp_path)
+    tokenizer().save_pretrained(tmp_path)
+    encoder = load_encoder(tmp_path)
+    assert gradients.has_mlm_head(encoder)
+    objective = gradients.objective_for(encoder)
+    assert isinstance(objective, gradients.MaskedLM) and objective.mask_token_id == tokenizer().mask_token_id
+    result = gradients.attention_gradients(encoder, PAIRS, objective, cache_dir=tmp_path / "cache", progress=False)
+    again = gradients.attention_gradients(encoder, PAIRS, objective, cache_dir=tmp_path / "cache", progress=False)
+    np.testing.assert_array_equal(again.gradient, result.gradient)
+    assert not gradients.has_mlm_head(tiny_encoder())
+    assert isinstance(gradients.objective_for(tiny_encoder()), gradients.PairCosine)
+
+
+def test_sink_ablation_is_zero_where_attention_cannot_matter(tmp_path):
+    encoder = tiny_encoder()
+    with torch.no_grad():  # layer 1's values are all zero: whatever it attends to, its output is the same
+        encoder.model.encoder.layer[0].attention.self.value.weight.zero_()
+        encoder.model.encoder.layer[0].attention.self.value.bias.zero_()
+    result = gradients.sink_ablation(encoder, PAIRS, heads=[(1, 0)], batch_size=1, cache_dir=tmp_path,
+                                     progress=False)
+    frame = result.frame
+    assert len(frame) == 2 * 3 * len(gradients.CONDITIONS)
+    first, second = frame[frame["layer"] == 1], frame[(frame["layer"] == 2) & (frame["scope"] == "layer")]
+    assert np.all(np.abs(first[list(gradients.DISTANCES)].to_numpy()) < 1e-12)
+    assert np.all(second[list(gradients.DISTANCES)].to_numpy() > 1e-6)
+    assert np.all((frame["moved"] > 0) & (frame["moved"] < 1))
+    assert set(frame[frame["scope"] == "head"][["layer", "head"]].itertuples(index=False)) == {(2, 1)}
+    moved = frame.pivot_table(index=["scope", "layer", "head", "input"], columns="amount", values="moved")
+    assert np.all(moved["matched"] <= moved["all"] + 1e-12) and np.any(moved["matched"] < moved["all"] - 1e-3)
+    cached = gradients.sink_ablation(encoder, PAIRS, heads=[(1, 0)], batch_size=1, cache_dir=tmp_path,
+                                     progress=False)
+    assert cached.frame.equals(result.frame)
+    summary, contrast = result.summary(), result.contrast()
+    assert len(summary) == 3 * len(gradients.CONDITIONS) and len(contrast) == 3
+    with pytest.raises(ValueError, match="0-based"):
+        gradients.sink_ablation(encoder, PAIRS, heads=[(2, 0)], cache_dir=None, progress=False)
+
+
+def test_mean_interval_is_the_t_interval():
+    mean, low, high = gradients.mean_interval(np.array([1.0, 2.0, 3.0, np.nan]))
+    assert mean == 2 and high - mean == pytest.approx(4.302653 / np.sqrt(3), rel=1e-6) and low == 4 - high
+    with pytest.raises(ValueError, match="two"):
+        gradients.mean_interval(np.array([1.0]))
