@@ -195,13 +195,16 @@ class GradientResult:
     objective: str
 
     def by_layer(self) -> pd.DataFrame:
-        """layer (1-indexed), category, gradient, attention: means over inputs and heads."""
+        """layer (1-indexed), category, gradient and attention (means over inputs and heads), each with a
+        95 % t-interval over inputs (`*_low`, `*_high`)."""
+        per_input = {name: np.nanmean(getattr(self, name), axis=2) for name in ("gradient", "attention")}  # [N, L, 4]
         rows = []
         for layer in range(self.gradient.shape[1]):
             for c, category in enumerate(CATEGORIES):
-                rows.append((layer + 1, category, np.nanmean(self.gradient[:, layer, :, c]),
-                             np.nanmean(self.attention[:, layer, :, c])))
-        return pd.DataFrame(rows, columns=["layer", "category", "gradient", "attention"])
+                rows.append((layer + 1, category, *(v for name in per_input
+                                                    for v in mean_interval(per_input[name][:, layer, c]))))
+        return pd.DataFrame(rows, columns=["layer", "category", "gradient", "gradient_low", "gradient_high",
+                                           "attention", "attention_low", "attention_high"])
 
     def by_head(self, value: str = "gradient") -> pd.DataFrame:
         """One row per head (1-indexed layer, head), one column per category: the mean over inputs."""
@@ -291,9 +294,11 @@ class AblationResult:
     both sources), mode ("renormalise" or "uniform", how the mass is given to the other tokens), input,
     token_distance (mean over tokens of 1 - cos between the final vectors with and without the edit),
     pooled_distance (1 - cos of the mean-pooled embeddings), moved (attention mass moved per row, mean over
-    rows and edited heads)."""
+    rows and edited heads). `reference`: the mean pooled distance between two different inputs of one batch
+    (unedited; neighbouring segments, often of the same article), a yardstick for how large a distance is."""
 
     frame: pd.DataFrame
+    reference: float
 
     def summary(self, distance: str = "pooled_distance") -> pd.DataFrame:
         """Mean and 95 % t-interval over inputs of `distance`, per scope, layer, head and condition."""
@@ -361,8 +366,8 @@ def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, 
                           json.dumps(scopes), str(seed), version=code_version("gradients"))
         cached = load_result(path)
         if cached is not None:
-            return AblationResult(_frame_from(cached, "frame"))
-    model, rows = encoder.model, []
+            return AblationResult(_frame_from(cached, "frame"), float(cached["reference"]))
+    model, rows, between = encoder.model, [], []
     bar = tqdm(total=len(items) * len(scopes) * len(CONDITIONS), desc="sink ablation", unit="pass",
                disable=not progress)
     with torch.inference_mode():
@@ -370,6 +375,8 @@ def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, 
             batch = token_batch(encoder, chunk)
             base = model(**batch.inputs, output_attentions=True)
             pooled = mean_pool(base.last_hidden_state, batch.valid)
+            pairs = torch.triu_indices(len(chunk), len(chunk), offset=1)
+            between.append(_cosine_distance(pooled[pairs[0]], pooled[pairs[1]]))
             rows_mask = batch.valid.to(pooled.dtype)
 
             def row_mean(values):  # [B, T] -> [B]
@@ -392,6 +399,10 @@ def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, 
                     bar.update(len(chunk))
     bar.close()
     frame = pd.DataFrame(rows, columns=["scope", "layer", "head", *CONDITION_COLUMNS, "input", *DISTANCES, "moved"])
+    between = torch.cat(between)
+    if not len(between):
+        raise ValueError("the reference distance needs batches of at least two inputs (batch_size >= 2)")
+    reference = float(between.mean())
     if path is not None:
-        save_result(path, _frame_arrays(frame, "frame"))
-    return AblationResult(frame)
+        save_result(path, {**_frame_arrays(frame, "frame"), "reference": np.array(reference)})
+    return AblationResult(frame, reference)

@@ -102,7 +102,8 @@ def test_attention_gradients_aggregates_per_category():
     assert result.gradient[1, 1, 0, gradients.CATEGORIES.index("sep")] == pytest.approx(float(g[:, sep].mean()))
     assert result.gradient[1, 1, 0, gradients.CATEGORIES.index("cls")] == pytest.approx(float(g[:, 0].mean()))
     by_layer = result.by_layer()
-    assert list(by_layer.columns) == ["layer", "category", "gradient", "attention"] and len(by_layer) == 8
+    assert len(by_layer) == 8 and np.all(by_layer["gradient_low"] <= by_layer["gradient"])
+    np.testing.assert_allclose(by_layer["attention"], result.attention.mean(axis=(0, 2)).ravel())
     assert result.relative()["category"].tolist() == ["sep", "cls", "punct"] * 2
 
 
@@ -141,7 +142,7 @@ def test_sink_ablation_is_zero_where_attention_cannot_matter(tmp_path):
     with torch.no_grad():  # layer 1's values are all zero: whatever it attends to, its output is the same
         encoder.model.encoder.layer[0].attention.self.value.weight.zero_()
         encoder.model.encoder.layer[0].attention.self.value.bias.zero_()
-    result = gradients.sink_ablation(encoder, PAIRS, heads=[(1, 0)], batch_size=1, cache_dir=tmp_path,
+    result = gradients.sink_ablation(encoder, PAIRS, heads=[(1, 0)], batch_size=2, cache_dir=tmp_path,
                                      progress=False)
     frame = result.frame
     assert len(frame) == 2 * 3 * len(gradients.CONDITIONS)
@@ -152,11 +153,13 @@ def test_sink_ablation_is_zero_where_attention_cannot_matter(tmp_path):
     assert set(frame[frame["scope"] == "head"][["layer", "head"]].itertuples(index=False)) == {(2, 1)}
     moved = frame.pivot_table(index=["scope", "layer", "head", "input"], columns="amount", values="moved")
     assert np.all(moved["matched"] <= moved["all"] + 1e-12) and np.any(moved["matched"] < moved["all"] - 1e-3)
-    cached = gradients.sink_ablation(encoder, PAIRS, heads=[(1, 0)], batch_size=1, cache_dir=tmp_path,
+    cached = gradients.sink_ablation(encoder, PAIRS, heads=[(1, 0)], batch_size=2, cache_dir=tmp_path,
                                      progress=False)
-    assert cached.frame.equals(result.frame)
+    assert cached.frame.equals(result.frame) and cached.reference == result.reference > 0
     summary, contrast = result.summary(), result.contrast()
     assert len(summary) == 3 * len(gradients.CONDITIONS) and len(contrast) == 3
+    with pytest.raises(ValueError, match="at least two"):
+        gradients.sink_ablation(encoder, PAIRS, batch_size=1, cache_dir=None, progress=False)
     with pytest.raises(ValueError, match="0-based"):
         gradients.sink_ablation(encoder, PAIRS, heads=[(2, 0)], cache_dir=None, progress=False)
 
