@@ -72,3 +72,10 @@ VIG_PATTERNS = (
     "attention to other words predictive of the word",
     "attention to delimiter tokens",
 )
+
+# Clark et al. §6, Figure 6: heads embedded by metric MDS on summed Jensen-Shannon divergences
+CLUSTERING = {
+    "same_layer": "heads of the same layer often sit close together",
+    "behaviour_clusters": ("broad", "next token", "previous token", "[CLS]", "[SEP]", "punctuation"),
+    "thresholds": "broad: entropy > 3.8 nats; prev/next: > 0.5; [CLS]/[SEP]/punctuation: > 0.6",
+}
