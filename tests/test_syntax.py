@@ -188,3 +188,34 @@ def test_streamed_cached_scores_equal_in_memory_scores(encoder, tmp_path):
         for field in ("correct", "offset_correct", "relations", "sentence"):
             np.testing.assert_array_equal(getattr(got, field), getattr(expected, field))
     assert len(list(tmp_path.glob("syntax-scores-*.npz"))) == 1
+
+
+def test_split_scores_follows_the_article_halves():
+    trees = TREES * 2
+    sentences = [sentence([f"w{j}" for j in range(len(t))], t, ["ROOT" if h == 0 else "a" for h in t], k=i,
+                          article="AB"[i % 2]) for i, t in enumerate(trees)]
+    examples = [synthetic(t, special={(1, 1): to_gold_head(t)} if i % 2 else None, seed=i, k=i)
+                for i, t in enumerate(trees)]
+    selection, heldout = syntax.split_scores(syntax.score_examples(examples), sentences)
+    assert set(selection.sentence) == {0, 2, 4} and set(heldout.sentence) == {1, 3, 5}
+    assert syntax.accuracy_grid(heldout)[0, 0, 0] == 1 and syntax.accuracy_grid(selection)[0, 0, 0] < 1
+
+
+def test_accuracy_frame_and_relation_explorer_draw_every_head_without_stray_figures():
+    import matplotlib.pyplot as plt
+
+    examples = [synthetic(t, special={(2, 2): to_gold_head(t), (1, 3): to_dependents(t)}, seed=i, k=i)
+                for i, t in enumerate(TREES)]
+    scores = syntax.score_examples(examples)
+    frame = syntax.accuracy_frame(scores, "all", "best")
+    assert len(frame) == L * H and frame.set_index(["layer", "head"]).loc[(2, 2), "accuracy"] == 1
+    assert frame.set_index(["layer", "head"]).loc[(1, 3), "accuracy"] == 1  # found only through head->dep
+    with pytest.raises(ValueError, match="direction"):
+        syntax.accuracy_frame(scores, "all", "sideways")
+    before = plt.get_fignums()
+    explorer = syntax.relation_explorer(scores, min_n=1, snapshot=False)
+    first = explorer.png
+    explorer.controls["relation"].value = "a"
+    explorer.controls["direction"].value = "head->dep"
+    assert explorer.draws == 3 and explorer.png != first and explorer.png.startswith(b"\x89PNG")
+    assert plt.get_fignums() == before
