@@ -40,9 +40,11 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from . import syntax
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
 from .extract import check_attention
 from .models import Encoder, load_encoder
+from .paper import TABLE3
 from .trees import mst_heads
 
 LEARNING_RATE = 0.002  # Clark et al.
@@ -107,8 +109,8 @@ def word_vectors(words: Sequence[str], source: str = "spacy-md", encoder: Encode
             raise ValueError("vectors='embeddings' needs the encoder whose input embeddings to use")
         table = encoder.model.get_input_embeddings().weight.detach().float().numpy()
         rows = np.zeros((len(words), table.shape[1]), dtype=np.float32)
-        for i, word in enumerate(words):
-            ids = encoder.tokenizer(word, add_special_tokens=False)["input_ids"]
+        pieces = encoder.tokenizer(list(words), add_special_tokens=False)["input_ids"] if len(words) else []
+        for i, ids in enumerate(pieces):
             if ids:
                 rows[i] = table[ids].mean(0)
         return _unit_rows(rows)
@@ -247,10 +249,9 @@ class AttentionProbe(nn.Module):
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """scores [B, N, N+1] (column 0 = ROOT)."""
-        feats = batch["feats"].flatten(-2)  # [B, N, N+1, 2K]
-        word_scores = feats[:, :, 1:] @ (self.word * self.scale[0]).flatten()
-        root_scores = feats[:, :, 0] @ (self.root * self.scale[1]).flatten() + self.root_bias
-        return torch.cat((root_scores[..., None], word_scores), dim=-1)
+        weights = torch.stack(((self.root * self.scale[1]).flatten(), (self.word * self.scale[0]).flatten()), -1)
+        both = batch["feats"].flatten(-2) @ weights  # [B, N, N+1, 2]: every column scored as ROOT and as a word
+        return torch.cat((both[:, :, :1, 0] + self.root_bias, both[:, :, 1:, 1]), dim=-1)
 
 
 class AttentionWordsProbe(nn.Module):
@@ -269,15 +270,15 @@ class AttentionWordsProbe(nn.Module):
                 nn.init.zeros_(layer.bias)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        feats = batch["feats"].flatten(-2)  # [B, N, N+1, 2K]
+        feats = batch["feats"].flatten(-2)  # [B, N, N+1, 2K], contiguous
         vecs = batch["vecs"]
         word_scale, root_scale = self.scale.flatten(1)
-        dep_w, cand_w = self.dep(vecs) * word_scale, self.cand(vecs) * word_scale  # [B, N, 2K]
-        root_w = self.root(vecs) * root_scale
-        words = feats[:, :, 1:]
-        word_scores = (words @ dep_w[..., None]).squeeze(-1) + (words * cand_w[:, None]).sum(-1)
-        root_scores = (feats[:, :, 0] * root_w).sum(-1) + self.root_bias
-        return torch.cat((root_scores[..., None], word_scores), dim=-1)
+        dep_w = torch.stack((self.root(vecs) * root_scale, self.dep(vecs) * word_scale), -1)  # [B, N, 2K, 2]
+        both = feats @ dep_w  # [B, N, N+1, 2]: the dependent's weights, as ROOT and as a word
+        cand_w = self.cand(vecs) * word_scale  # [B, N, 2K]
+        cand_w = torch.cat((torch.zeros_like(cand_w[:, :1]), cand_w), dim=1)  # ROOT has no vector: [B, N+1, 2K]
+        cand_scores = (feats * cand_w[:, None]).sum(-1)  # [B, N, N+1]
+        return torch.cat((both[:, :, :1, 0] + self.root_bias, both[:, :, 1:, 1] + cand_scores[:, :, 1:]), dim=-1)
 
 
 class DistanceWordsMLP(nn.Module):
@@ -419,22 +420,6 @@ def right_branching(n: int) -> np.ndarray:
     return heads
 
 
-def single_head_uas(examples: Sequence) -> np.ndarray:
-    """[2, L, H] UAS over non-punctuation words when one map alone picks each word's head by argmax over the
-    other words (dep->head: the map; head->dep: its transpose; [CLS]/[SEP] dropped, as notebook 04)."""
-    correct, total = None, 0
-    for i, example in enumerate(examples):
-        attn, heads, punct = _check_example(example, i)
-        inner = attn[:, :, 1:-1, 1:-1].astype(np.float64)
-        both = np.stack((inner, np.swapaxes(inner, -1, -2)))  # [2, L, H, n, n]
-        n = len(heads)
-        both[..., np.arange(n), np.arange(n)] = -1
-        hit = (both.argmax(-1) + 1 == heads) & ~punct
-        correct = hit.sum(-1) if correct is None else correct + hit.sum(-1)
-        total += int((~punct).sum())
-    return correct / total
-
-
 # -- a randomly initialised model of the same architecture ----------------------------------------------
 def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str = DEFAULT_CACHE_DIR) -> Encoder:
     """The encoder's architecture with random weights (torch seed `seed`), except the embeddings (word,
@@ -452,6 +437,10 @@ def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str =
             model.get_input_embeddings().load_state_dict(encoder.model.get_input_embeddings().state_dict())
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=cache_dir, prefix=folder.name, suffix=".tmp"))
+        from transformers.utils import logging as hf_logging
+
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no "Writing model shards" bar for a 1-shard model
         try:
             model.save_pretrained(tmp)
             encoder.tokenizer.save_pretrained(tmp)
@@ -460,6 +449,9 @@ def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str =
             shutil.rmtree(tmp, ignore_errors=True)
             if not (folder / "config.json").exists():
                 raise
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
     random_encoder = load_encoder(folder)
     random_encoder.name = f"{encoder.name} (random init, seed {seed})"
     return random_encoder
@@ -468,20 +460,32 @@ def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str =
 # -- Table 3 ----------------------------------------------------------------------------------------------
 @dataclass
 class ProbeResults:
-    """table: one row per model (`model`, `paper_model`, `uas_argmax`, `uas_mst`, in %; `paper_uas`);
-    curves: `model`, `epoch`, `train_loss`, `heldout_uas` (%); weights [2, L, H]: the attention-only probe's
-    word weights (dep->head, head->dep); root_weights [2, L, H] ([CLS], [SEP]); head_uas [2, L, H]: each map
-    alone (%); n_train / n_test: sentences; n_words_test: non-punctuation words scored; vectors: their source."""
+    """Everything `run_probes` measured (UAS in %).
+
+    table: one row per model: `model`, `paper_model` (the row of Clark et al.'s Table 3), `uas_argmax`,
+    `uas_mst`, `paper_uas`. curves: `model`, `epoch`, `train_loss`, `heldout_uas` (argmax).
+    weights [2, L, H]: the attention-only probe's word weights (dep->head, head->dep), per standard deviation
+    of each map; root_weights [2, L, H]: its ROOT weights (to [CLS], to [SEP]). head_accuracy [2, L, H]: each
+    map alone on the selection half (`syntax.accuracy_grid`, relation "all"); best_heads: the best map per
+    relation there (`syntax.best_head`, relations with >= 100 dependents), as notebook 04 finds them.
+    predictions: one row per held-out word (`sentence`, `word` 1-based, `relation`, `gold`, `is_punct`) and
+    one column of predicted heads per model (argmax) and per model + " (MST)". vectors: the vectors' source."""
 
     table: pd.DataFrame
     curves: pd.DataFrame
     weights: np.ndarray
     root_weights: np.ndarray
-    head_uas: np.ndarray
+    head_accuracy: np.ndarray
+    best_heads: pd.DataFrame
+    predictions: pd.DataFrame
     n_train: int
     n_test: int
-    n_words_test: int
     vectors: str
+
+    @property
+    def n_words_test(self) -> int:
+        """Held-out words scored (punctuation excluded)."""
+        return int((~self.predictions["is_punct"]).sum())
 
 
 def _sentences_key(sentences: Sequence) -> str:
@@ -491,90 +495,131 @@ def _sentences_key(sentences: Sequence) -> str:
     return digest.hexdigest()
 
 
-def _paper_uas() -> dict[str, float]:
-    from .paper import TABLE3
-
-    return dict(zip(TABLE3["model"], TABLE3["uas"]))
-
-
-def _evaluate(probe: nn.Module, batches, gold, punct) -> tuple[float, float]:
-    scores = predict(probe, batches)
-    return (100 * uas(decode(scores, "argmax"), gold, punct), 100 * uas(decode(scores, "mst"), gold, punct))
-
-
 def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors: str = "spacy-md",
-               epochs: int = 20, batch_size: int = 32, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
-               progress: bool = True) -> ProbeResults:
+               epochs: int = 10, batch_size: int = 8, seed: int = 0, min_relation: int = 100,
+               cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> ProbeResults:
     """Train every probe of Table 3 on `selection` and evaluate it on `heldout` (lists of `parses.Sentence`).
 
     Attention comes from `syntax.parsed_attention` for `encoder` and for `random_init_encoder(encoder, seed)`.
     Cached (cache_dir) by model, sentences, settings and code version; cache_dir=None recomputes."""
-    from .syntax import parsed_attention
-
     if not selection or not heldout:
         raise ValueError("run_probes needs sentences in both the selection and the held-out half")
-    settings = f"{vectors}/{epochs}/{batch_size}/{seed}/{LEARNING_RATE}"
+    settings = f"{vectors}/{epochs}/{batch_size}/{seed}/{min_relation}/{LEARNING_RATE}"
     path = None
     if cache_dir is not None:
         path = entry_path(cache_dir, "probes", encoder.fingerprint, _sentences_key(selection), _sentences_key(heldout),
                           settings, version=code_version("probes"))
         cached = load_result(path)
         if cached is not None:
-            return _results_from_arrays(cached, vectors)
+            return _results(cached, heldout, vectors)
     gold = [np.asarray(s.heads) for s in heldout]
     punct = [np.asarray(s.is_punct, dtype=bool) for s in heldout]
-    vecs = {half: [word_vectors(s.words, vectors, encoder) for s in sents]
-            for half, sents in (("train", selection), ("test", heldout))}
-    rows, curves = [], []
-    arrays: dict[str, np.ndarray] = {}
-
-    def fit(name, kind, train_batches, test_batches, dim, n_maps):
-        probe = make_probe(kind, n_maps, dim, seed)
-        curve = train_probe(probe, train_batches, test_batches, epochs, seed=seed, progress=progress, desc=name)
-        curves.append(curve.assign(model=name, heldout_uas=100 * curve["heldout_uas"]))
-        return probe, _evaluate(probe, test_batches, gold, punct)
-
-    results: dict[str, tuple[float, float]] = {}
+    vecs = {"train": [word_vectors(s.words, vectors, encoder) for s in selection],
+            "test": [word_vectors(s.words, vectors, encoder) for s in heldout]}
+    names = [m[0] for m in MODELS]
     right = [right_branching(len(g)) for g in gold]
-    results["right-branching"] = (100 * uas(right, gold, punct), 100 * uas(right, gold, punct))
+    predicted = {"right-branching": (right, right)}
+    curves: dict[str, pd.DataFrame] = {}
+    arrays: dict[str, np.ndarray] = {}
     for model in ("pretrained", "random"):
         source = encoder if model == "pretrained" else random_init_encoder(encoder, seed, cache_dir or DEFAULT_CACHE_DIR)
         batches = {}
-        for half, sents in (("train", selection), ("test", heldout)):
-            examples = parsed_attention(source, sents, progress=progress)
-            if model == "pretrained" and half == "test":
-                arrays["head_uas"] = 100 * single_head_uas(examples)
+        for half, sentences in (("train", selection), ("test", heldout)):
+            examples = syntax.parsed_attention(source, sentences, progress=progress)
+            if model == "pretrained" and half == "train":
+                arrays.update(_single_heads(examples, min_relation))
             batches[half] = make_batches(examples, vecs[half], batch_size)
             del examples
-        n_maps, dim = batches["train"][0]["feats"].shape[-1], batches["train"][0]["vecs"].shape[2]
+        scale = feature_scale(batches["train"])
+        n_maps, dim = scale.shape[-1], batches["train"][0]["vecs"].shape[2]
         for name, _, kind, which in MODELS:
-            # the distances + vectors baseline reads no attention: it rides on the pretrained batches
+            # the distances + vectors baseline reads no attention: it rides on the pretrained model's batches
             if which == model or (kind == "distances+vectors" and model == "pretrained"):
-                probe, results[name] = fit(name, kind, batches["train"], batches["test"], dim, n_maps)
+                probe = make_probe(kind, n_maps, dim, seed, scale)
+                curves[name] = train_probe(probe, batches["train"], batches["test"], epochs, seed=seed,
+                                           progress=progress, desc=name)
+                scores = predict(probe, batches["test"])
+                predicted[name] = (decode(scores, "argmax"), decode(scores, "mst"))
                 if name == "attention only":
                     shape = (2, encoder.n_layers, encoder.n_heads)
                     arrays["weights"] = probe.word.detach().numpy().reshape(shape)
                     arrays["root_weights"] = probe.root.detach().numpy().reshape(shape)
         del batches
-    names = [m[0] for m in MODELS]
-    arrays.update(uas=np.array([results[n] for n in names]),
-                  curves=np.stack([c[["epoch", "train_loss", "heldout_uas"]].to_numpy() for c in
-                                   sorted(curves, key=lambda c: names.index(c["model"].iloc[0]))]),
-                  curve_models=np.array(sorted({c["model"].iloc[0] for c in curves}, key=names.index)),
-                  sizes=np.array([len(selection), len(heldout), int(sum((~p).sum() for p in punct))]))
+    trained = [n for n in names if n in curves]
+    arrays.update(
+        pred_argmax=np.stack([np.concatenate(predicted[n][0]) for n in names]).astype(np.int16),
+        pred_mst=np.stack([np.concatenate(predicted[n][1]) for n in names]).astype(np.int16),
+        curves=np.stack([curves[n][["epoch", "train_loss", "heldout_uas"]].to_numpy() for n in trained]),
+        curve_models=np.array(trained), n_train=np.array(len(selection)))
     if path is not None:
         save_result(path, arrays)
-    return _results_from_arrays(arrays, vectors)
+    return _results(arrays, heldout, vectors)
 
 
-def _results_from_arrays(arrays: dict[str, np.ndarray], vectors: str) -> ProbeResults:
-    paper = _paper_uas()
+def _single_heads(examples: Sequence, min_relation: int) -> dict[str, np.ndarray]:
+    """Each map alone on `examples` (notebook 04's analysis): accuracy grid and best map per relation."""
+    scores = syntax.score_examples(examples)
+    counts = scores.relation_counts()
+    relations = ["all"] + [r for r, c in counts.items() if c >= min_relation and r != "punct"]
+    best = [syntax.best_head(scores, r) for r in relations]
+    accuracy = [100 * syntax.head_outcomes(scores, r, *b).mean() for r, b in zip(relations, best)]
+    return {"head_accuracy": 100 * syntax.accuracy_grid(scores, "all"), "best_relation": np.array(relations),
+            "best_layer": np.array([b[0] for b in best]), "best_head": np.array([b[1] for b in best]),
+            "best_direction": np.array([b[2] for b in best]), "best_accuracy": np.array(accuracy),
+            "best_n": np.array([len(scores.relations) if r == "all" else int(counts[r]) for r in relations])}
+
+
+def _results(arrays: dict[str, np.ndarray], heldout: Sequence, vectors: str) -> ProbeResults:
+    paper = dict(zip(TABLE3["model"], TABLE3["uas"]))
+    names = [m[0] for m in MODELS]
+    words = pd.DataFrame([(i, w + 1, rel, int(h), bool(p)) for i, s in enumerate(heldout)
+                          for w, (rel, h, p) in enumerate(zip(s.relations, s.heads, s.is_punct))],
+                         columns=["sentence", "word", "relation", "gold", "is_punct"])
+    for name, argmax, mst in zip(names, arrays["pred_argmax"], arrays["pred_mst"]):
+        words[name], words[f"{name} (MST)"] = argmax.astype(int), mst.astype(int)
+    scored = words[~words["is_punct"]]
     table = pd.DataFrame([{"model": name, "paper_model": paper_name or "(not in the paper)",
-                           "uas_argmax": float(a), "uas_mst": float(m), "paper_uas": paper.get(paper_name, np.nan)}
-                          for (name, paper_name, _, _), (a, m) in zip(MODELS, arrays["uas"])])
+                           "uas_argmax": 100 * float((scored[name] == scored["gold"]).mean()),
+                           "uas_mst": 100 * float((scored[f"{name} (MST)"] == scored["gold"]).mean()),
+                           "paper_uas": paper.get(paper_name, np.nan)}
+                          for name, paper_name, _, _ in MODELS])
     curves = pd.concat([pd.DataFrame(block, columns=["epoch", "train_loss", "heldout_uas"]).assign(model=str(name))
                         for name, block in zip(arrays["curve_models"], arrays["curves"])], ignore_index=True)
     curves["epoch"] = curves["epoch"].astype(int)
-    n_train, n_test, n_words = (int(x) for x in arrays["sizes"])
+    curves["heldout_uas"] *= 100
+    best = pd.DataFrame({"relation": arrays["best_relation"].astype(str), "layer": arrays["best_layer"],
+                         "head": arrays["best_head"], "direction": arrays["best_direction"].astype(str),
+                         "accuracy": arrays["best_accuracy"], "n": arrays["best_n"]})
     return ProbeResults(table, curves[["model", "epoch", "train_loss", "heldout_uas"]], arrays["weights"],
-                        arrays["root_weights"], arrays["head_uas"], n_train, n_test, n_words, vectors)
+                        arrays["root_weights"], arrays["head_accuracy"], best, words, int(arrays["n_train"]),
+                        len(heldout), vectors)
+
+
+def table3(results: ProbeResults) -> pd.DataFrame:
+    """Table 3 side by side: every row of the paper's table (its wording) with this run's UAS (argmax and
+    MST, %) where we trained the same kind of model; rows only we report come last."""
+    ours = results.table.set_index("paper_model")
+    rows = []
+    for paper_model, paper_uas in zip(TABLE3["model"], TABLE3["uas"]):
+        row = ours.loc[paper_model] if paper_model in ours.index else None
+        rows.append((paper_model, paper_uas, None if row is None else row["model"],
+                     np.nan if row is None else row["uas_argmax"], np.nan if row is None else row["uas_mst"]))
+    for _, row in results.table[results.table["paper_model"] == "(not in the paper)"].iterrows():
+        rows.append(("(not in the paper)", np.nan, row["model"], row["uas_argmax"], row["uas_mst"]))
+    return pd.DataFrame(rows, columns=["paper model", "paper UAS", "this run", "UAS argmax", "UAS MST"])
+
+
+def comparison(results: ProbeResults) -> pd.DataFrame:
+    """The paper's claims as differences of UAS points (paper vs this run, argmax): what attention adds over
+    the baselines, and what pre-training adds over random weights."""
+    uas_of = dict(zip(results.table["model"], results.table["uas_argmax"]))
+    paper = dict(zip(TABLE3["model"], TABLE3["uas"]))
+    claims = [("attention only - right-branching", "attention only", "right-branching"),
+              ("attention only - distances + vectors", "attention only", "distances + vectors"),
+              ("attention + vectors - attention only", "attention + vectors", "attention only"),
+              ("attention + vectors - distances + vectors", "attention + vectors", "distances + vectors"),
+              ("attention + vectors - random-init attention + vectors", "attention + vectors",
+               "random-init attention + vectors")]
+    paper_name = {m[0]: m[1] for m in MODELS}
+    return pd.DataFrame([(claim, paper[paper_name[a]] - paper[paper_name[b]], uas_of[a] - uas_of[b])
+                         for claim, a, b in claims], columns=["UAS difference (points)", "paper", "this run"])
