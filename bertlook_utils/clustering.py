@@ -18,6 +18,7 @@ and a comparison of two distance matrices (rank correlation, Procrustes on the M
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -62,18 +63,35 @@ class JSDistances(Reducer):
             self.cross = np.zeros((k, k))
         elif self.cross.shape != (k, k):
             raise ValueError(f"a batch has {k} heads but earlier batches had {self.cross.shape[0]}")
-        cross = torch.zeros(k, k, dtype=torch.float64)
-        for b in range(n_inputs):
-            real = batch.valid[b].nonzero()[:, 0]
-            maps = attn[b].reshape(k, width, width)[:, real][:, :, real]  # [K, n, n], real tokens only
-            n = len(real)
-            block = max(1, BLOCK_ELEMENTS // n)
-            for start in range(0, n, block):
-                # halves of the smoothed rows, so that M = half_i + half_j exactly
-                half = (maps[:, start:start + block] * ((1 - SMOOTHING) / 2) + SMOOTHING / (2 * n)).reshape(k, -1)
-                _add_cross_terms(half, cross)
-            self.rows += n
-        self.cross += cross.numpy()
+
+        def inputs(share: range) -> torch.Tensor:
+            cross = torch.zeros(k, k, dtype=torch.float64)
+            for b in share:
+                real = batch.valid[b].nonzero()[:, 0]
+                maps = attn[b].reshape(k, width, width)[:, real][:, :, real]  # [K, n, n], real tokens only
+                n = len(real)
+                block = max(1, BLOCK_ELEMENTS // n)
+                for start in range(0, n, block):
+                    # halves of the smoothed rows, so that M = half_i + half_j exactly
+                    half = (maps[:, start:start + block] * ((1 - SMOOTHING) / 2) + SMOOTHING / (2 * n)).reshape(k, -1)
+                    _add_cross_terms(half, cross)
+            return cross
+
+        # The ops are small (a few MB), so threads inside each op mostly wait for each other; instead each
+        # thread takes whole inputs, with one thread per op (torch releases the GIL inside its ops).
+        workers = min(torch.get_num_threads(), n_inputs)
+        if workers > 1:
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                with ThreadPoolExecutor(workers) as pool:
+                    parts = list(pool.map(inputs, (range(w, n_inputs, workers) for w in range(workers))))
+            finally:
+                torch.set_num_threads(threads)
+        else:
+            parts = [inputs(range(n_inputs))]
+        self.cross += sum(p.numpy() for p in parts)
+        self.rows += int(batch.valid.sum())
 
     def result(self) -> dict[str, np.ndarray]:
         if self.cross is None:
@@ -173,10 +191,11 @@ def linkage(distances: np.ndarray, method: str = "average") -> np.ndarray:
 
 
 @dataclass
-class LayerTest:
-    """Are heads of the same layer closer than heads of different layers? `within` / `between`: mean
-    distance over pairs of heads in the same / different layers; `p_value`: the share of random relabellings
-    (layer sizes kept) whose between/within ratio is at least the observed one (one-sided, with the +1 rule)."""
+class GroupTest:
+    """Are heads of the same group (layer, behaviour) closer than heads of different groups? `within` /
+    `between`: mean distance over pairs of heads in the same / different groups; `p_value`: the share of
+    random relabellings (group sizes kept) whose between/within ratio is at least the observed one
+    (one-sided, counting the observed labelling as one of them)."""
 
     within: float
     between: float
@@ -186,30 +205,50 @@ class LayerTest:
     null_ratios: np.ndarray
 
 
-def layer_test(distances: np.ndarray, n_layers: int, n_permutations: int = 10000, seed: int = 0) -> LayerTest:
-    """Permutation test of "heads in the same layer are close" (heads ordered layer by layer)."""
+def group_test(distances: np.ndarray, groups: Sequence, n_permutations: int = 10000, seed: int = 0) -> GroupTest:
+    """Permutation test of "heads in the same group are close"; groups: one label per head."""
     d = _check_distances(distances)
-    k = d.shape[0]
-    if n_layers < 2 or k % n_layers:
-        raise ValueError(f"{k} heads cannot be split into {n_layers} equal layers (need at least 2 layers)")
-    layers = np.repeat(np.arange(n_layers), k // n_layers)
-    upper = np.triu_indices(k, 1)
+    groups = np.unique(np.asarray(groups), return_inverse=True)[1]
+    if len(groups) != len(d):
+        raise ValueError(f"give one group per head: {len(groups)} groups for {len(d)} heads")
+    if groups.max() < 1 or np.bincount(groups).max() < 2:
+        raise ValueError("need at least two groups and a group with two heads")
+    upper = np.triu_indices(len(d), 1)
     values = d[upper]
 
-    def ratios(labels: np.ndarray) -> np.ndarray:  # labels: [P, K] -> [P] between / within
+    def ratios(labels: np.ndarray) -> np.ndarray:  # labels [P, K] -> between / within, [P]
         same = labels[:, upper[0]] == labels[:, upper[1]]
-        within = (same * values).sum(1) / same.sum(1)
-        between = (~same * values).sum(1) / (~same).sum(1)
-        return between / within
+        return ((~same * values).sum(1) / (~same).sum(1)) / ((same * values).sum(1) / same.sum(1))
 
-    same = layers[upper[0]] == layers[upper[1]]
+    same = groups[upper[0]] == groups[upper[1]]
     within, between = values[same].mean(), values[~same].mean()
     rng = np.random.default_rng(seed)
-    null = np.concatenate([ratios(np.stack([rng.permutation(layers) for _ in range(min(1000, n_permutations - s))]))
+    null = np.concatenate([ratios(np.stack([rng.permutation(groups) for _ in range(min(1000, n_permutations - s))]))
                            for s in range(0, n_permutations, 1000)])
     observed = between / within
     p = (1 + int((null >= observed).sum())) / (1 + n_permutations)
-    return LayerTest(float(within), float(between), float(observed), p, n_permutations, null)
+    return GroupTest(float(within), float(between), float(observed), p, n_permutations, null)
+
+
+def layer_test(distances: np.ndarray, n_layers: int, n_permutations: int = 10000, seed: int = 0) -> GroupTest:
+    """`group_test` with the layers as groups (heads ordered layer by layer, as in the distance matrix)."""
+    k = len(distances)
+    if n_layers < 2 or k % n_layers:
+        raise ValueError(f"{k} heads cannot be split into {n_layers} equal layers (need at least 2 layers)")
+    return group_test(distances, np.repeat(np.arange(n_layers), k // n_layers), n_permutations, seed)
+
+
+def behaviour_test(distances: np.ndarray, behaviours: Sequence[str], n_permutations: int = 10000,
+                   seed: int = 0) -> GroupTest | None:
+    """`group_test` among the labelled heads (not "other"), behaviours as groups; None when fewer than two
+    behaviours or no behaviour with two heads."""
+    behaviours = np.asarray(behaviours)
+    keep = behaviours != "other"
+    labelled = behaviours[keep]
+    if len(set(labelled)) < 2 or max(np.unique(labelled, return_counts=True)[1]) < 2:
+        return None
+    d = _check_distances(distances)[np.ix_(keep, keep)]
+    return group_test(d, labelled, n_permutations, seed)
 
 
 def compare(distances_a: np.ndarray, distances_b: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray) -> dict:
@@ -256,8 +295,11 @@ class ClusterResult:
         """[K, K] JS divergence per from-token (nats, at most ln 2): distances / rows."""
         return self.distances / self.rows
 
-    def layer_test(self, n_permutations: int = 10000, seed: int = 0) -> LayerTest:
+    def layer_test(self, n_permutations: int = 10000, seed: int = 0) -> GroupTest:
         return layer_test(self.distances, self.n_layers, n_permutations, seed)
+
+    def behaviour_test(self, n_permutations: int = 10000, seed: int = 0) -> GroupTest | None:
+        return behaviour_test(self.distances, self.heads["behaviour"], n_permutations, seed)
 
 
 def analyse(encoder: Encoder, items: Sequence, n_examples: int = 4, seed: int = 0, **reduce_options) -> ClusterResult:
@@ -301,10 +343,10 @@ def plot_map(result: ClusterResult, colour_by: str = "behaviour", ax=None, highl
                 ax.scatter(chosen["x"], chosen["y"], s=46, color=colour, alpha=0.9 if name != "other" else 0.45,
                            label=f"{BEHAVIOUR_NAMES[name]} ({len(chosen)})", edgecolors="white", linewidths=0.5)
     elif colour_by == "layer":
-        cmap = plt.get_cmap("viridis", result.n_layers)
+        shades = plt.get_cmap("viridis")(np.linspace(0, 0.85, result.n_layers))  # no pale yellow on white
         for layer in range(1, result.n_layers + 1):
             chosen = heads[heads["layer"] == layer]
-            ax.scatter(chosen["x"], chosen["y"], s=46, color=cmap(layer - 1), label=f"layer {layer}",
+            ax.scatter(chosen["x"], chosen["y"], s=46, color=shades[layer - 1], label=f"layer {layer}",
                        edgecolors="white", linewidths=0.5)
     else:
         raise ValueError(f"colour_by must be 'behaviour' or 'layer', not {colour_by!r}")
@@ -373,3 +415,36 @@ def explorer(result: ClusterResult, max_tokens: int = 40, snapshot: bool = True)
         return f"head {heads['label'].iloc[head_menu.value]}, example {example_menu.value + 1}"
 
     return widgets.Explorer({"head": head_menu, "example": example_menu}, draw, describe, snapshot)
+
+
+# -- paper vs this run ----------------------------------------------------------------------------------
+def _p(value: float, n_permutations: int) -> str:
+    return f"p = {value:.4f} (the smallest possible)" if value <= 1 / (1 + n_permutations) else f"p = {value:.4f}"
+
+
+def comparison(result: ClusterResult, second: ClusterResult | None = None, second_name: str = "single texts",
+               n_permutations: int = 10000, seed: int = 0) -> pd.DataFrame:
+    """Clark et al. Fig 6's claims beside this run's measurements (quantity, paper, this run, note)."""
+    from . import paper
+
+    claims = paper.CLUSTERING
+    layers = result.layer_test(n_permutations, seed)
+    counts = result.heads["behaviour"].value_counts()
+    found = ", ".join(f"{BEHAVIOUR_NAMES[b]} {counts[b]}" for b in BEHAVIOURS if b in counts)
+    behaviours = result.behaviour_test(n_permutations, seed)
+    rows = [
+        ("heads of the same layer are close", claims["same_layer"],
+         f"between/within distance {layers.ratio:.2f}, {_p(layers.p_value, n_permutations)}",
+         f"permutation test, {n_permutations} relabellings"),
+        ("heads by behaviour", ", ".join(claims["behaviour_clusters"]), found, claims["thresholds"]),
+        ("heads of the same behaviour are close", "clear clusters",
+         "too few labelled heads" if behaviours is None else
+         f"between/within distance {behaviours.ratio:.2f}, {_p(behaviours.p_value, n_permutations)}",
+         "among the labelled heads (not 'other')"),
+    ]
+    if second is not None:
+        same = compare(result.distances, second.distances, result.coords, second.coords)
+        rows.append((f"the map for {second_name}", "not studied",
+                     f"Spearman {same['spearman']:.2f}, Procrustes disparity {same['procrustes']:.2f}",
+                     f"{100 * same['neighbours']:.0f} % of each head's 5 nearest heads are the same"))
+    return pd.DataFrame(rows, columns=["quantity", "paper", "this run", "note"])

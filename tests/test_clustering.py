@@ -132,6 +132,9 @@ def test_layer_test_finds_layers_that_cluster_and_not_random_ones():
     d = np.linalg.norm(noise[:, None] - noise[None], axis=-1)
     assert clustering.layer_test(d, n_layers=4, n_permutations=2000).p_value > 0.05
     assert clustering.layer_test(d, 4, 500, seed=7).p_value == clustering.layer_test(d, 4, 500, seed=7).p_value
+    labels = ["a"] * 5 + ["b"] * 5 + ["other"] * 10
+    assert clustering.behaviour_test(np.linalg.norm(points[:, None] - points[None], axis=-1), labels, 500).p_value < 0.01
+    assert clustering.behaviour_test(d, ["a"] + ["other"] * 19) is None
 
 
 def test_mds_recovers_planar_points_and_compare_sees_the_same_map():
