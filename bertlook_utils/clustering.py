@@ -324,6 +324,15 @@ def single_texts(segments: Sequence) -> list[str]:
     return [s.a for s in segments]
 
 
+def closest_pairs(result: ClusterResult) -> pd.DataFrame:
+    """Every pair of heads with its JS divergence per token, closest first: head, other head, JS per token."""
+    d = result.mean_distances
+    i, j = np.triu_indices(len(d), 1)
+    labels = result.heads["label"].to_numpy()
+    pairs = pd.DataFrame({"head": labels[i], "other head": labels[j], "JS per token": d[i, j]})
+    return pairs.sort_values("JS per token", kind="stable").reset_index(drop=True)
+
+
 # -- figures (viz / widgets are imported where used: they are presentation, not part of the cache key) ----
 def plot_map(result: ClusterResult, colour_by: str = "behaviour", ax=None, highlight: int | None = None,
              annotate: bool = True, title: str | None = None):
@@ -384,6 +393,33 @@ def plot_dendrogram(result: ClusterResult, ax=None, method: str = "average"):
     ax.grid(False)
     ax.set_title(f"{method}-linkage tree of the heads (labels coloured by behaviour)")
     return tree
+
+
+def plot_aligned(result: ClusterResult, other: ClusterResult, ax=None, names: tuple[str, str] = ("pairs", "A alone")):
+    """Two maps of the same heads aligned by Procrustes (filled: `result`, open: `other`, coloured by the
+    behaviour in `result`), a line joining each head's two places."""
+    import matplotlib.pyplot as plt
+    from scipy.spatial import procrustes
+
+    from . import viz
+
+    ax = ax or plt.subplots(figsize=(7.5, 6.4))[1]
+    first, second, _ = procrustes(result.coords, other.coords)
+    for a, b in zip(first, second):
+        ax.plot(*np.stack([a, b]).T, color=viz.PALETTE["uniform"], lw=0.7, alpha=0.6)
+    behaviour = result.heads["behaviour"].to_numpy()
+    for name in BEHAVIOURS:
+        mask = behaviour == name
+        if mask.any():
+            colour = viz.PALETTE.get(name, viz.PALETTE["other"])
+            ax.scatter(*first[mask].T, color=colour, s=40, label=BEHAVIOUR_NAMES[name])
+            ax.scatter(*second[mask].T, facecolors="none", edgecolors=colour, s=40)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(fontsize=8, title=f"filled: {names[0]}, open: {names[1]}", title_fontsize=8)
+    ax.set_title("the two maps aligned (Procrustes); lines join each head's two places")
+    return ax
 
 
 def explorer(result: ClusterResult, max_tokens: int = 40, snapshot: bool = True):

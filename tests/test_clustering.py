@@ -148,3 +148,39 @@ def test_mds_recovers_planar_points_and_compare_sees_the_same_map():
     other = rng.normal(size=(12, 2))
     d2 = np.linalg.norm(other[:, None] - other[None], axis=-1)
     assert clustering.compare(d, d2, coords, clustering.mds(d2))["procrustes"] > 0.1
+
+
+def _synthetic_result(n_layers: int = 2, n_heads: int = 3) -> clustering.ClusterResult:
+    rng = np.random.default_rng(5)
+    attn = random_row_stochastic(rng, (n_layers, n_heads, 11, 11))
+    attn[0, 0] = prev_map(11)
+    enc = make_encoded(PAIR_TOKENS, attn)
+    d = clustering.js_distances([enc])
+    heads = pd.DataFrame({"layer": np.repeat(np.arange(1, n_layers + 1), n_heads),
+                          "head": np.tile(np.arange(1, n_heads + 1), n_layers)})
+    heads["label"] = [f"{l}-{h}" for l, h in zip(heads["layer"], heads["head"])]
+    heads["behaviour"] = ["prev"] + ["other"] * (len(heads) - 1)
+    heads[["x", "y"]] = clustering.mds(d)
+    return clustering.ClusterResult(d, 11, heads, [enc], n_layers, n_heads)
+
+
+def test_closest_pairs_lists_every_pair_once_in_order():
+    result = _synthetic_result()
+    pairs = clustering.closest_pairs(result)
+    assert len(pairs) == 6 * 5 // 2
+    assert pairs["JS per token"].is_monotonic_increasing
+    first = pairs.iloc[0]
+    i, j = (clustering.head_index(*map(int, label.split("-")), 3) for label in (first["head"], first["other head"]))
+    assert first["JS per token"] == pytest.approx(result.distances[i, j] / 11)
+
+
+def test_explorer_redraws_the_chosen_head():
+    import matplotlib
+    matplotlib.use("Agg")
+    result = _synthetic_result()
+    explorer = clustering.explorer(result, snapshot=False)
+    first = explorer.png
+    head = explorer.controls["head"]
+    head.value = clustering.head_index(2, 3, 3)
+    assert explorer.draws == 2 and explorer.png != first
+    assert "head 2-3" in repr(explorer)
