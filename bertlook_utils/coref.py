@@ -1,4 +1,4 @@
-"""Coreference heads (Clark et al. 2019, §5, Table 2): antecedent selection by attention and by baselines.
+"""Coreference heads (Clark et al. 2019, §4.3, Table 2): antecedent selection by attention and by baselines.
 
 For every coreferent mention (a mention whose entity was mentioned before) a system picks one earlier
 mention; it is right when that mention is one of the antecedents (an earlier mention of the same entity).
@@ -24,11 +24,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import paper
 from .cache import DEFAULT_CACHE_DIR
 from .corefdata import TYPES, Passage
 from .extract import Batch, Reducer, check_attention, reduce
-from .wordlevel import to_word_level
+from .wordlevel import FROM_MODES, to_word_level
 
 BASELINES = ("nearest mention", "head-word match", "rule-based (sieves)")
 COLUMNS = ("all", *TYPES)
@@ -144,19 +143,59 @@ def antecedent_attention(word_attn: np.ndarray, passage: Passage, first_word: in
     word_attn = np.asarray(word_attn)
     if word_attn.ndim != 4 or word_attn.shape[-1] != word_attn.shape[-2]:
         raise ValueError(f"word_attn must be [layers, heads, m, m], got {word_attn.shape}")
-    heads = np.array([m.head for m in passage.mentions], dtype=int) + first_word
-    if len(heads) and heads.max() >= word_attn.shape[-1]:
-        raise ValueError(f"passage {passage.id}: a mention head (word {heads.max()}) lies beyond the "
-                         f"{word_attn.shape[-1]} words of the map; encode the passage's own words")
     check_attention(word_attn)
-    rows = passage.coreferent()
-    width = width if width is not None else max(rows, default=0)
-    if rows and max(rows) > width:
-        raise ValueError(f"passage {passage.id} has {max(rows)} earlier mentions, more than width={width}")
-    out = np.full((len(rows), *word_attn.shape[:2], width), -1, dtype=np.float32)
-    for r, i in enumerate(rows):
-        out[r, ..., :i] = word_attn[:, :, heads[i], :][..., heads[:i]]
+    rows = _head_words(passage, first_word, word_attn.shape[-1])[passage.coreferent()]
+    return _candidates(word_attn[:, :, rows, :], passage, first_word, width)
+
+
+def _head_words(passage: Passage, first_word: int, n_words: int) -> np.ndarray:
+    """int [n_mentions]: each mention's head word in the map's numbering."""
+    heads = np.array([m.head for m in passage.mentions], dtype=int) + first_word
+    if len(heads) and heads.max() >= n_words:
+        raise ValueError(f"passage {passage.id}: a mention head (word {heads.max()}) lies beyond the "
+                         f"{n_words} words of the map; encode the passage's own words")
+    return heads
+
+
+def _candidates(rows: np.ndarray, passage: Passage, first_word: int, width: int | None) -> np.ndarray:
+    """rows [L, H, n_coreferent, m] (the coreferent mentions' word rows) -> [n_coreferent, L, H, width]."""
+    heads = _head_words(passage, first_word, rows.shape[-1])
+    coreferent = passage.coreferent()
+    width = width if width is not None else max(coreferent, default=0)
+    if coreferent and max(coreferent) > width:
+        raise ValueError(f"passage {passage.id} has {max(coreferent)} earlier mentions, more than width={width}")
+    out = np.full((len(coreferent), *rows.shape[:2], width), -1, dtype=np.float32)
+    for r, i in enumerate(coreferent):
+        out[r, ..., :i] = rows[:, :, r, heads[:i]]
     return out
+
+
+def word_rows(attn: np.ndarray, word_ids: Sequence[int], words: Sequence[int], from_mode: str = "mean") -> np.ndarray:
+    """Rows `words` of the word-level map of token-level attn [L, H, T, T]: float32 [L, H, len(words), n_words],
+    equal to `wordlevel.to_word_level(attn, word_ids, from_mode)[..., words, :]` but computing only those
+    rows (a passage needs a few dozen of its ~100 rows), with no matrix product."""
+    if from_mode not in FROM_MODES:
+        raise ValueError(f"from_mode must be one of {FROM_MODES}, not {from_mode!r}")
+    ids = np.asarray(word_ids)
+    if np.any(np.diff(ids) < 0) or np.any(np.diff(ids) > 1) or ids[0] != 0:  # tokens of a word not contiguous
+        return to_word_level(attn, word_ids, from_mode)[..., list(words), :]
+    if attn.shape[-2:] != (len(ids), len(ids)):
+        raise ValueError(f"attn must end in [{len(ids)}, {len(ids)}] for {len(ids)} word ids, got {attn.shape}")
+    check_attention(attn)
+    starts = np.flatnonzero(np.r_[True, np.diff(ids) != 0])
+    out = []
+    for w in words:
+        tokens = np.flatnonzero(ids == w)
+        to_words = np.add.reduceat(attn[:, :, tokens, :].astype(np.float64), starts, axis=-1)  # [L, H, k, n]
+        if from_mode == "mean":
+            row = to_words.mean(axis=-2)
+        elif from_mode == "first":
+            row = to_words[:, :, 0]
+        else:
+            row = to_words.max(axis=-2)
+            row = row / row.sum(-1, keepdims=True)
+        out.append(row)
+    return np.stack(out, axis=-2).astype(np.float32)
 
 
 def choose_by_attention(word_attn: np.ndarray, passage: Passage, first_word: int = 1) -> np.ndarray:
@@ -168,6 +207,15 @@ def choose_by_attention(word_attn: np.ndarray, passage: Passage, first_word: int
 def passages_key(passages: Sequence[Passage]) -> str:
     """sha256 of the passages' words and mentions."""
     return hashlib.sha256(json.dumps([p.to_json() for p in passages]).encode()).hexdigest()
+
+
+def passage_attention(attn: np.ndarray, word_ids: Sequence[int], passage: Passage, from_mode: str = "mean",
+                      width: int | None = None) -> np.ndarray:
+    """Token-level attn [L, H, T, T] of `passage` encoded alone ([CLS] passage [SEP]) -> float32
+    [n_coreferent, L, H, width], as `antecedent_attention` of its word-level map (only the rows needed)."""
+    n_words = int(np.max(word_ids)) + 1
+    rows = _head_words(passage, 1, n_words)[passage.coreferent()]
+    return _candidates(word_rows(attn, word_ids, rows, from_mode), passage, 1, width)
 
 
 class AntecedentAttention(Reducer):
@@ -196,8 +244,8 @@ class AntecedentAttention(Reducer):
                 raise ValueError(f"passage {p.id}: the encoded words differ from the passage's; "
                                  "encode each passage's own words, in order, as one segment")
             n = len(x.tokens)
-            word_attn = to_word_level(batch.attn[i, :, :, :n, :n].numpy(), x.word_ids, self.from_mode)
-            self.chunks.append(antecedent_attention(word_attn, p, width=self.width))
+            self.chunks.append(passage_attention(batch.attn[i, :, :, :n, :n].numpy(), x.word_ids, p,
+                                                 self.from_mode, self.width))
 
     def result(self) -> dict[str, np.ndarray]:
         weights = np.concatenate(self.chunks)
@@ -275,9 +323,10 @@ def combine_heads(weights: np.ndarray, antecedents: np.ndarray, train: np.ndarra
     features = np.log(np.clip(weights, 1e-6, None)).reshape(n, n_layers * n_heads, width).transpose(0, 2, 1)
     valid = weights[:, 0, 0, :] >= 0
     pick = valid & np.asarray(train)[:, None]
-    model = LogisticRegression(max_iter=2000).fit(features[pick], antecedents[pick])
+    mean, scale = features[pick].mean(0), features[pick].std(0) + 1e-6  # standardised: converges in fewer steps
+    model = LogisticRegression(max_iter=2000).fit((features[pick] - mean) / scale, antecedents[pick])
     scores = np.full((n, width), -np.inf)
-    scores[valid] = model.decision_function(features[valid])
+    scores[valid] = model.decision_function((features[valid] - mean) / scale)
     return np.argmax(scores, axis=-1)
 
 
@@ -416,9 +465,25 @@ def accuracy_by_rank(result: CorefResult, systems: Sequence[str], max_rank: int 
     return frame.groupby("rank").agg({"n": "sum", **{s: "mean" for s in systems}}).reset_index()
 
 
+def by_head_word(result: CorefResult, systems: Sequence[str], held_out_only: bool = True) -> pd.DataFrame:
+    """Accuracy of each system per mention type, split by whether some antecedent has the mention's own
+    head word (a "same word" case, solvable by string matching) or none does."""
+    m = result.mentions
+    same = []
+    for row in m.itertuples(index=False):
+        p = result.passages[row.passage]
+        same.append(any(_head(p, j) == row.head_word.lower() for j in p.antecedents(row.mention)))
+    frame = m.assign(same_word=np.where(same, "an antecedent has the same head word", "none has"))
+    frame = frame[frame["half"] == "held-out"] if held_out_only else frame
+    agg = {"n": ("type", "size"), **{s: (f"{s} ok", "mean") for s in systems}}
+    return frame.groupby(["type", "same_word"]).agg(**agg).reset_index()
+
+
 def comparison(result: CorefResult) -> pd.DataFrame:
     """Table 2 side by side: per system, the paper's accuracy (%) and this run's (held-out half, with a
     95 % bootstrap interval) for all mentions and each type."""
+    from . import paper  # here, not at the top: the cached attention must not depend on the paper's numbers
+
     ours = {(r.system, r.type): r for r in result.table.itertuples(index=False)}
     label = best_head_label(result.best)
     rows = []
@@ -474,3 +539,33 @@ def plot_antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, t
     ax.set_title(title or "attention from a mention to earlier mentions")
     plt.colorbar(image, ax=ax, shrink=0.7, label="attention weight")
     return ax
+
+
+def plot_comparison(result: CorefResult, axes=None):
+    """Table 2 as bars: per mention type (one panel each), the paper's accuracy and this run's (held-out
+    half, 95 % bootstrap interval) for every system."""
+    from . import paper
+    from .viz import PALETTE
+
+    axes = axes if axes is not None else plt.subplots(1, len(COLUMNS), figsize=(14, 3.8), sharey=True)[1]
+    ours = result.table.set_index(["system", "type"])
+    label = best_head_label(result.best)
+    pairs = [("nearest mention", "nearest mention"), ("head-word match", "head-word match"),
+             ("rule-based (sieves)", "rule-based (sieves)"), ("BERT head 5-4", label),
+             ("neural coref (not comparable)", COMBINED)]
+    names = ["nearest", "head word", "sieves", "best head", "learned"]
+    reported = paper.TABLE2.set_index("system")
+    x = np.arange(len(pairs))
+    for ax, t in zip(np.ravel(axes), COLUMNS):
+        theirs = [reported.loc[p, t] for p, _ in pairs]
+        mine = np.array([[ours.loc[(s, t), c] for c in ("accuracy", "low", "high")] for _, s in pairs]) * 100
+        ax.bar(x - 0.2, [np.nan if v is None else v for v in theirs], 0.4, color=PALETTE["uniform"],
+               label="paper (BERT-base, CoNLL-2012)")
+        ax.bar(x + 0.2, mine[:, 0], 0.4, color=PALETTE["sep"], label="this run (held-out half)",
+               yerr=[mine[:, 0] - mine[:, 1], mine[:, 2] - mine[:, 0]], capsize=2)
+        ax.set_xticks(x, names, rotation=30)
+        ax.set_ylim(0, 100)
+        ax.set_title(t)
+    np.ravel(axes)[0].set_ylabel("antecedent selection accuracy (%)")
+    np.ravel(axes)[0].legend(fontsize=8, loc="upper left")
+    return axes

@@ -174,6 +174,14 @@ class Passage:
         """Indices of the earlier mentions of mention i's entity."""
         return [j for j in range(i) if self.mentions[j].entity == self.mentions[i].entity]
 
+    def marked_text(self) -> str:
+        """The text with every mention in brackets, numbered and tagged with its entity: [0 Maria Lopez|e1]."""
+        words = list(self.words)
+        for i, m in enumerate(self.mentions):
+            words[m.start] = f"[{i} " + words[m.start]
+            words[m.end - 1] = words[m.end - 1] + f"|e{m.entity}]"
+        return " ".join(words)
+
     def to_json(self) -> dict:
         return {"id": self.id, "words": self.words, "mentions": [asdict(m) for m in self.mentions]}
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertlook_utils import coref, corefdata
+from bertlook_utils import coref, corefdata, paper
 from bertlook_utils.corefdata import Mention, Passage
 
 # 0 John 1 Smith 2 met 3 Mary 4 Lee 5 . 6 He 7 thanked 8 her 9 . 10 Smith 11 left 12 the 13 lamp
@@ -185,7 +185,7 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
     again = coref.analyse(OracleEncoder(passages), passages, n_boot=200, cache_dir=tmp_path, progress=False)
     assert np.array_equal(again.choices, result.choices)
     side = coref.comparison(result)
-    assert list(side["system (paper)"]) == list(coref.paper.TABLE2["system"])
+    assert list(side["system (paper)"]) == list(paper.TABLE2["system"])
     assert "not run" not in side.to_string()
     assert len(coref.failures(result)) == 0  # the oracle head never fails
     assert not coref.failures(result, 2, 1).empty
@@ -205,6 +205,21 @@ def test_real_encoder_streaming_equals_one_passage_at_a_time(encoder):
     reducer = coref.AntecedentAttention(passages)
     coref.reduce(encoder, [p.words for p in passages], [reducer], batch_size=2, cache_dir=None, progress=False)
     reducer.result()
-    single = np.concatenate([coref.choose_by_attention(coref.word_attention(encoder, p), p) for p in passages])
-    assert single.shape == (len(coref.mention_table(passages)), encoder.n_layers, encoder.n_heads)
-    assert np.array_equal(reducer.choices, single)
+    full = [coref.antecedent_attention(coref.word_attention(encoder, p), p, width=reducer.width) for p in passages]
+    single = np.concatenate(full)
+    assert single.shape[:3] == (len(coref.mention_table(passages)), encoder.n_layers, encoder.n_heads)
+    assert np.allclose(reducer.weights, single, atol=2e-3)  # float16 storage
+    assert np.array_equal(reducer.choices, np.argmax(single, axis=-1))
+
+
+@pytest.mark.parametrize("from_mode", ["mean", "first", "max"])
+def test_word_rows_equal_the_word_level_map(from_mode):
+    rng = np.random.default_rng(0)
+    word_ids = [0, 1, 1, 2, 3, 3, 3, 4, 5]
+    raw = rng.random((2, 3, 9, 9)) + 1e-3
+    attn = (raw / raw.sum(-1, keepdims=True)).astype(np.float32)
+    full = coref.to_word_level(attn, word_ids, from_mode)
+    assert np.allclose(coref.word_rows(attn, word_ids, [3, 1], from_mode), full[..., [3, 1], :], atol=1e-6)
+    shuffled = [0, 1, 2, 1, 3, 3, 3, 4, 5]  # a word split around another: the general path
+    assert np.allclose(coref.word_rows(attn, shuffled, [1], from_mode),
+                       coref.to_word_level(attn, shuffled, from_mode)[..., [1], :], atol=1e-6)
