@@ -199,6 +199,11 @@ def clipped_item(tokenizer, example: Example, max_length: int = 64):
     return texts[0] if example.b is None else (texts[0], texts[1])
 
 
+def clipped_test_items(tokenizer, data: TaskData, max_length: int = 64) -> dict[str, object]:
+    """Input id ("topic/17" = test example 17) -> its text or (a, b) pair clipped to max_length tokens."""
+    return {f"{data.name}/{i}": clipped_item(tokenizer, e, max_length) for i, e in enumerate(data.test)}
+
+
 def majority_accuracy(data: TaskData) -> float:
     """Test accuracy of always predicting the most frequent training label."""
     majority = Counter(e.label for e in data.train).most_common(1)[0][0]
@@ -393,18 +398,20 @@ def frozen_baseline(encoder_name: str | None, data: TaskData, max_length: int = 
     return float(classifier.score(features["test"], [e.label for e in data.test]))
 
 
-def disabling_scan(tuned: FineTuned, data: TaskData, batch_size: int = 64,
+def disabling_scan(tuned: FineTuned, data: TaskData, n_examples: int | None = None, batch_size: int = 64,
                    cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> pd.DataFrame:
-    """Test accuracy and loss with each single head disabled, then each whole layer (all its heads).
+    """Accuracy and loss on the first `n_examples` test examples (None: all) with each single head disabled,
+    then each whole layer (all its heads).
 
     One row per run: `layer`, `head` (1-indexed; head 0 = the whole layer; layer 0 = nothing disabled),
     `accuracy`, `loss`, and `delta_accuracy`, `delta_loss` against nothing disabled. Cached."""
     encoder = tuned.encoder
     n_layers, n_heads = encoder.n_layers, encoder.n_heads
+    examples = data.test[:n_examples]
     path = None
     if cache_dir is not None:
         path = entry_path(cache_dir, f"disable-{data.name}", encoder.fingerprint, data.fingerprint(),
-                          str(tuned.max_length), version=_source_version(disabling_scan, _predict, accuracy_and_loss)
+                          f"{tuned.max_length}/{len(examples)}", version=_source_version(disabling_scan, _predict, accuracy_and_loss)
                                                                + code_version("intervene"))
         cached = load_result(path)
         if cached is not None:
@@ -415,7 +422,7 @@ def disabling_scan(tuned: FineTuned, data: TaskData, batch_size: int = 64,
     runs += [(l + 1, 0, (l, None)) for l in range(n_layers)]
     rows = []
     for layer, head, disable in tqdm(runs, desc=f"disabling heads ({data.name})", unit="run", disable=not progress):
-        acc, loss = accuracy_and_loss(*tuned.predict(data.test, batch_size, disable))
+        acc, loss = accuracy_and_loss(*tuned.predict(examples, batch_size, disable))
         rows.append((layer, head, acc, loss))
     frame = pd.DataFrame(rows, columns=["layer", "head", "accuracy", "loss"])
     frame["delta_accuracy"] = frame["accuracy"] - frame["accuracy"].iloc[0]

@@ -326,3 +326,38 @@ def labelled_features(labels: pd.DataFrame, encoders: Mapping[str, Encoder], inp
             rows.append({"index": index, **{k: float(v[l, h]) for k, v in feats.items()}, "is_pair": pair})
     frame = pd.DataFrame(rows).set_index("index").sort_index()
     return labels.join(frame)
+
+
+# -- paper vs this run ------------------------------------------------------------------------------
+def paper_comparison(classifier_f1: float, heterogeneous: Mapping[str, float], similarity: Mapping[str, np.ndarray],
+                     scans: Mapping[str, pd.DataFrame], scores: pd.DataFrame) -> pd.DataFrame:
+    """Kovaleva et al.'s findings (paper.DARK_SECRETS) beside this run's.
+
+    heterogeneous: task -> share of heterogeneous maps; similarity: task -> cosine [L, H]; scans: task ->
+    `finetune.disabling_scan` frame; scores: per task (index) columns "frozen encoder + linear head", "fine-tuned"."""
+    from .paper import DARK_SECRETS
+
+    def per_task(values: Mapping[str, str]) -> str:
+        return "; ".join(f"{v} ({task})" for task, v in values.items())
+
+    changed = {task: "layers " + ", ".join(str(int(i) + 1) for i in sorted(np.argsort(sim.mean(1))[:2]))
+               for task, sim in similarity.items()}
+    gains = {}
+    for task, scan in scans.items():
+        heads = scan[scan["head"] > 0]
+        gains[task] = f"{100 * heads['delta_accuracy'].max():+.1f} points"
+    tuning = {task: f"{100 * (row['fine-tuned'] - row['frozen encoder + linear head']):+.1f} points"
+              for task, row in scores.iterrows()}
+    low, high = DARK_SECRETS["heterogeneous_share"]
+    g_low, g_high = DARK_SECRETS["head_disabling_gain"]
+    rows = [
+        ("classifier vs hand labels", f"F1 {DARK_SECRETS['classifier_f1']:.2f} (CNN, ~400 maps)",
+         f"macro-F1 {classifier_f1:.2f} (rules, {len(load_labels())} maps, cross-validated)"),
+        ("heterogeneous share (fine-tuned)", f"{low:.0%} (MRPC) to {high:.0%} (QQP)",
+         per_task({t: f"{v:.0%}" for t, v in heterogeneous.items()})),
+        ("layers changed most by fine-tuning", DARK_SECRETS["most_changed_layers"], per_task(changed)),
+        ("best single-head disabling", f"{g_low:+.1f} (STS-B) to {g_high:+.1f} (MRPC) points", per_task(gains)),
+        ("fine-tuned vs frozen pre-trained", f"{DARK_SECRETS['finetuned_vs_pretrained_gain']:+.1f} points (average)",
+         per_task(tuning)),
+    ]
+    return pd.DataFrame(rows, columns=["finding", "paper (BERT-base, GLUE)", "this run"])

@@ -168,3 +168,56 @@ def head_explorer(examples: Sequence[Encoded], layer: int = 1, head: int = 1, ma
 def grid_explorer(examples: Sequence[Encoded], max_tokens: int = 40, snapshot: bool = True) -> GridExplorer:
     """Pick an example and see every head as a thumbnail: layers as rows, heads as columns."""
     return GridExplorer(examples, max_tokens, snapshot)
+
+
+class GalleryExplorer(Explorer):
+    """A group menu (e.g. attention patterns) and a slider over that group's maps (`viz.plot_head`).
+
+    items: (group, Encoded, layer, head, caption) with layer and head 1-indexed."""
+
+    css_class = "bertlook-gallery-explorer"
+
+    def __init__(self, items: Sequence[tuple[str, Encoded, int, int, str]], max_tokens: int | None = 64,
+                 snapshot: bool = True):
+        self.items = list(items)
+        if not self.items:
+            raise ValueError("give at least one (group, Encoded, layer, head, caption) item")
+        self.groups = list(dict.fromkeys(item[0] for item in self.items))
+        self.max_tokens = max_tokens
+        self.group = widgets.Dropdown(options=self.groups, value=self.groups[0], description="pattern")
+        self.index = widgets.IntSlider(value=1, min=1, max=len(self._members()), description="map",
+                                       continuous_update=False)
+        self.group.observe(self._resize, names="value")
+        super().__init__({"group": self.group, "index": self.index}, self._figure, self._text, snapshot)
+
+    def _members(self) -> list:
+        return [item for item in self.items if item[0] == self.group.value]
+
+    def _resize(self, change=None) -> None:
+        self.index.value = 1
+        self.index.max = len(self._members())
+
+    @property
+    def selection(self) -> tuple[str, Encoded, int, int, str]:
+        members = self._members()
+        return members[min(self.index.value, len(members)) - 1]
+
+    def _figure(self):
+        from matplotlib.figure import Figure
+
+        group, enc, layer, head, caption = self.selection
+        fig = Figure(figsize=(5.2, 5.2), layout="constrained")
+        ax = fig.add_subplot()
+        viz.plot_head(enc, layer, head, ax=ax, max_tokens=self.max_tokens, vmax=None, title=caption)
+        ax.tick_params(labelsize=5)
+        return fig
+
+    def _text(self) -> str:
+        members = self._members()
+        return f"{self.group.value}: map {min(self.index.value, len(members))} of {len(members)}"
+
+
+def gallery_explorer(items: Sequence[tuple[str, Encoded, int, int, str]], max_tokens: int | None = 64,
+                     snapshot: bool = True) -> GalleryExplorer:
+    """Browse maps by group (e.g. the hand label of each attention map): a group menu and a map slider."""
+    return GalleryExplorer(items, max_tokens, snapshot)
