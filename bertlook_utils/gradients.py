@@ -406,3 +406,38 @@ def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, 
     if path is not None:
         save_result(path, {**_frame_arrays(frame, "frame"), "reference": np.array(reference)})
     return AblationResult(frame, reference)
+
+
+# -- paper vs this run ------------------------------------------------------------------------------
+def comparison(result: GradientResult, ablation: AblationResult, mode: str = "renormalise") -> pd.DataFrame:
+    """Clark et al. §3.2 (Fig 3) beside this run: quantity, paper, this run, note."""
+    from . import paper  # presentation only: imported here so that editing it leaves cached results valid
+    from .report import by_depth
+
+    relative = result.relative()
+    by_layer = result.by_layer()
+    middle = by_depth(range(6, 11), result.gradient.shape[1])
+
+    def ratios(category):
+        return " / ".join(f"{v:.2f}" for v in relative[relative["category"] == category]["ratio"])
+
+    def middle_share(category):
+        chosen = by_layer[(by_layer["category"] == category) & by_layer["layer"].isin(middle)]
+        return f"{100 * chosen['attention'].mean():.1f} %"
+
+    contrast = ablation.contrast(mode=mode)
+    contrast = contrast[contrast["scope"] == "layer"]
+    strongest = contrast.loc[contrast["ratio"].idxmax()]
+    rows = [
+        ("gradient on attention to [SEP] ÷ gradient on other tokens", paper.SURFACE["sep_gradient"],
+         ratios("sep"), f"per layer, layer 1 first; objective: {result.objective}"),
+        ("gradient on attention to [CLS] ÷ gradient on other tokens", "not reported (BERT-base's sink is [SEP])",
+         ratios("cls"), "per layer, layer 1 first"),
+        ("attention to [SEP] in the middle layers", "over half (layers 6-10)", middle_share("sep"),
+         f"layers {middle[0]}-{middle[-1]} here, by relative depth"),
+        ("attention to [CLS] in the middle layers", "small", middle_share("cls"), ""),
+        (f"moving the sink mass vs the same mass between ordinary tokens ({mode})", "not tested",
+         f"{contrast['ratio'].min():.1f}x to {contrast['ratio'].max():.1f}x the change",
+         f"pooled embedding, one layer at a time; largest in layer {int(strongest['layer'])}"),
+    ]
+    return pd.DataFrame(rows, columns=["quantity", "paper", "this run", "note"])

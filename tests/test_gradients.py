@@ -158,6 +158,11 @@ def test_sink_ablation_is_zero_where_attention_cannot_matter(tmp_path):
     assert cached.frame.equals(result.frame) and cached.reference == result.reference > 0
     summary, contrast = result.summary(), result.contrast()
     assert len(summary) == 3 * len(gradients.CONDITIONS) and len(contrast) == 3
+    grad = gradients.attention_gradients(tiny_encoder(), PAIRS, gradients.PairCosine(), cache_dir=None,
+                                         progress=False)
+    table = gradients.comparison(grad, result)
+    assert list(table.columns) == ["quantity", "paper", "this run", "note"] and len(table) == 5
+    assert table["this run"].str.len().min() > 0
     with pytest.raises(ValueError, match="at least two"):
         gradients.sink_ablation(encoder, PAIRS, batch_size=1, cache_dir=None, progress=False)
     with pytest.raises(ValueError, match="0-based"):
