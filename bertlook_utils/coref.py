@@ -480,8 +480,8 @@ def by_head_word(result: CorefResult, systems: Sequence[str], held_out_only: boo
 
 
 def comparison(result: CorefResult) -> pd.DataFrame:
-    """Table 2 side by side: per system, the paper's accuracy (%) and this run's (held-out half, with a
-    95 % bootstrap interval) for all mentions and each type."""
+    """Table 2 side by side: per system of the paper and its counterpart in this run, one column per
+    mention type holding "paper | this run [95 % interval]" (accuracy %, this run on the held-out half)."""
     from . import paper  # here, not at the top: the cached attention must not depend on the paper's numbers
 
     ours = {(r.system, r.type): r for r in result.table.itertuples(index=False)}
@@ -493,10 +493,9 @@ def comparison(result: CorefResult) -> pd.DataFrame:
         row = {"system (paper)": system, "this run": mine}
         for t in COLUMNS:
             value = getattr(record, t)
-            row[f"{t} paper"] = "–" if value is None or pd.isna(value) else f"{value:.0f}"
-            r = ours.get((mine, t))
-            row[f"{t} this run"] = (f"{100 * r.accuracy:.1f} [{100 * r.low:.0f}–{100 * r.high:.0f}]"
-                                    if r is not None else "not run")
+            theirs = "–" if value is None or pd.isna(value) else f"{value:.0f}"
+            r = ours[(mine, t)]
+            row[t] = f"{theirs:>2} | {100 * r.accuracy:.1f} [{100 * r.low:.0f}–{100 * r.high:.0f}]"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -541,31 +540,35 @@ def plot_antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, t
     return ax
 
 
-def plot_comparison(result: CorefResult, axes=None):
-    """Table 2 as bars: per mention type (one panel each), the paper's accuracy and this run's (held-out
-    half, 95 % bootstrap interval) for every system."""
+def plot_comparison(result: CorefResult, title: str | None = None):
+    """Table 2 as bars, one panel per mention type: the paper's accuracy and this run's (held-out half,
+    95 % bootstrap interval) for every system. Returns the Figure."""
     from . import paper
     from .viz import PALETTE
 
-    axes = axes if axes is not None else plt.subplots(1, len(COLUMNS), figsize=(14, 3.8), sharey=True)[1]
+    fig, axes = plt.subplots(1, len(COLUMNS), figsize=(14, 4.2), sharey=True, layout="constrained")
     ours = result.table.set_index(["system", "type"])
     label = best_head_label(result.best)
     pairs = [("nearest mention", "nearest mention"), ("head-word match", "head-word match"),
              ("rule-based (sieves)", "rule-based (sieves)"), ("BERT head 5-4", label),
              ("neural coref (not comparable)", COMBINED)]
-    names = ["nearest", "head word", "sieves", "best head", "learned"]
+    names = ["nearest", "head word", "sieves", "best head", "neural /\nlearned"]
     reported = paper.TABLE2.set_index("system")
     x = np.arange(len(pairs))
-    for ax, t in zip(np.ravel(axes), COLUMNS):
+    for ax, t in zip(axes, COLUMNS):
         theirs = [reported.loc[p, t] for p, _ in pairs]
         mine = np.array([[ours.loc[(s, t), c] for c in ("accuracy", "low", "high")] for _, s in pairs]) * 100
         ax.bar(x - 0.2, [np.nan if v is None else v for v in theirs], 0.4, color=PALETTE["uniform"],
-               label="paper (BERT-base, CoNLL-2012)")
-        ax.bar(x + 0.2, mine[:, 0], 0.4, color=PALETTE["sep"], label="this run (held-out half)",
-               yerr=[mine[:, 0] - mine[:, 1], mine[:, 2] - mine[:, 0]], capsize=2)
+               label="paper: BERT-base on CoNLL-2012 (best head 5-4; neural coref)")
+        ax.bar(x + 0.2, mine[:, 0], 0.4, color=PALETTE["sep"], yerr=[mine[:, 0] - mine[:, 1], mine[:, 2] - mine[:, 0]],
+               capsize=2, label=f"this run: the kit's stories, held-out half (best head {result.best_label}; "
+                                "all heads, learned)")
         ax.set_xticks(x, names, rotation=30)
         ax.set_ylim(0, 100)
         ax.set_title(t)
-    np.ravel(axes)[0].set_ylabel("antecedent selection accuracy (%)")
-    np.ravel(axes)[0].legend(fontsize=8, loc="upper left")
-    return axes
+    axes[0].set_ylabel("antecedent selection accuracy (%)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9)
+    if title:
+        fig.suptitle(title)
+    return fig

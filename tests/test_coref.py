@@ -186,7 +186,9 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
     assert np.array_equal(again.choices, result.choices)
     side = coref.comparison(result)
     assert list(side["system (paper)"]) == list(paper.TABLE2["system"])
-    assert "not run" not in side.to_string()
+    assert side.loc[side["system (paper)"] == "BERT head 5-4", "all"].item().startswith("65 | 100.0")
+    assert side.loc[side["system (paper)"] == "neural coref (not comparable)", "pronoun"].item().startswith(" – | ")
+    assert len(coref.plot_comparison(result).axes) == 4
     assert len(coref.failures(result)) == 0  # the oracle head never fails
     assert not coref.failures(result, 2, 1).empty
 
@@ -223,3 +225,15 @@ def test_word_rows_equal_the_word_level_map(from_mode):
     shuffled = [0, 1, 2, 1, 3, 3, 3, 4, 5]  # a word split around another: the general path
     assert np.allclose(coref.word_rows(attn, shuffled, [1], from_mode),
                        coref.to_word_level(attn, shuffled, from_mode)[..., [1], :], atol=1e-6)
+
+
+def test_the_figure_marks_wrong_picks_in_red():
+    import matplotlib.pyplot as plt
+
+    attn = oracle_attention(PASSAGE, coref.nearest_mention)
+    ax = coref.plot_antecedent_attention(PASSAGE, attn[0, 0])
+    colours = [line.get_color() for line in ax.lines]
+    assert len(colours) == 5 and colours.count("#d1495b") == 4  # nearest mention: 1 of 5 right
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="one head"):
+        coref.plot_antecedent_attention(PASSAGE, attn)
