@@ -15,7 +15,9 @@ and p(c | d) is the softmax of the scores over the candidates (d itself excluded
 - random-init attention (baseline): the same probes on a model of the same architecture whose weights are
   random except the (pretrained) word, position and segment embeddings, as Clark et al.
 
-Trained on one half of the silver parses (Adam, learning rate 0.002 as the paper), evaluated on the other by
+Each attention feature is divided by its root-mean-square over the training pairs (`feature_scale`), so that
+one weight means as much for every map. Trained on one half of the silver parses (Adam, learning rate 0.002
+as the paper, mini-batches of sentences, a fixed number of epochs), evaluated on the other by
 unlabelled attachment score (UAS) over non-punctuation words, as Clark et al., both from each word's
 highest-scoring head (argmax, may not form a tree) and from the maximum spanning tree (`trees.mst_heads`).
 
@@ -216,29 +218,28 @@ def distance_features(width: int) -> torch.Tensor:
 
 
 def feature_scale(batches: Sequence[dict[str, torch.Tensor]]) -> torch.Tensor:
-    """[2, 2, K] 1 / standard deviation of each feature over the allowed pairs of `batches` (the training half):
+    """[2, 2, K] 1 / root mean square of each feature over the allowed pairs of `batches` (the training half):
     [0] the word candidates' (dep->head, head->dep), [1] ROOT's ([CLS], [SEP]). The probes multiply their
-    weights by it, so a learned weight is per standard deviation of its map (features on a common scale, and
-    Adam's steps of about the learning rate mean as much for every map)."""
-    total = torch.zeros(2, 2, batches[0]["feats"].shape[-1], dtype=torch.float64)
-    square, count = total.clone(), torch.zeros(2, dtype=torch.float64)
+    weights by it, so a learned weight is per typical (RMS) attention of its map: every map on a common
+    scale, and Adam's steps of about the learning rate mean as much for every map. (The RMS, not the standard
+    deviation: the maps of an untrained model are nearly uniform, with almost no spread.)"""
+    square = torch.zeros(2, 2, batches[0]["feats"].shape[-1], dtype=torch.float64)
+    count = torch.zeros(2, dtype=torch.float64)
     for batch in batches:
         feats, allowed = batch["feats"].double(), batch["allowed"]
         real = torch.arange(feats.shape[1])[None, :] < batch["lengths"][:, None]  # [B, N]
         for slot, pairs, mask in ((0, feats[:, :, 1:], allowed[:, :, 1:]), (1, feats[:, :, 0], real)):
             chosen = pairs[mask]  # [pairs, 2, K]
-            total[slot] += chosen.sum(0)
             square[slot] += (chosen ** 2).sum(0)
             count[slot] += len(chosen)
-    mean = total / count[:, None, None]
-    std = (square / count[:, None, None] - mean ** 2).clamp(min=0).sqrt()
-    return (1 / std.clamp(min=1e-6)).float()
+    rms = (square / count[:, None, None]).sqrt()
+    return (1 / rms.clamp(min=1e-6)).float()
 
 
 # -- the probes -----------------------------------------------------------------------------------------
 class AttentionProbe(nn.Module):
     """One weight per head and direction: word [2, K] (dep->head, head->dep), ROOT [2, K] ([CLS], [SEP]), each
-    per standard deviation of its feature (`scale`, from `feature_scale`; None: raw attention)."""
+    per root-mean-square of its feature (`scale`, from `feature_scale`; None: raw attention)."""
 
     def __init__(self, n_maps: int, scale: torch.Tensor | None = None):
         super().__init__()
@@ -464,8 +465,8 @@ class ProbeResults:
 
     table: one row per model: `model`, `paper_model` (the row of Clark et al.'s Table 3), `uas_argmax`,
     `uas_mst`, `paper_uas`. curves: `model`, `epoch`, `train_loss`, `heldout_uas` (argmax).
-    weights [2, L, H]: the attention-only probe's word weights (dep->head, head->dep), per standard deviation
-    of each map; root_weights [2, L, H]: its ROOT weights (to [CLS], to [SEP]). head_accuracy [2, L, H]: each
+    weights [2, L, H]: the attention-only probe's word weights (dep->head, head->dep), per root-mean-square
+    attention of each map; root_weights [2, L, H]: its ROOT weights (to [CLS], to [SEP]). head_accuracy [2, L, H]: each
     map alone on the selection half (`syntax.accuracy_grid`, relation "all"); best_heads: the best map per
     relation there (`syntax.best_head`, relations with >= 100 dependents), as notebook 04 finds them.
     predictions: one row per held-out word (`sentence`, `word` 1-based, `relation`, `gold`, `is_punct`) and
@@ -496,7 +497,7 @@ def _sentences_key(sentences: Sequence) -> str:
 
 
 def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors: str = "spacy-md",
-               epochs: int = 10, batch_size: int = 8, seed: int = 0, min_relation: int = 100,
+               epochs: int = 6, batch_size: int = 8, seed: int = 0, min_relation: int = 100,
                cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> ProbeResults:
     """Train every probe of Table 3 on `selection` and evaluate it on `heldout` (lists of `parses.Sentence`).
 

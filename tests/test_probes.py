@@ -5,6 +5,7 @@ import itertools
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given
@@ -265,3 +266,46 @@ def test_random_init_encoder_keeps_embeddings_and_tokenizer(encoder, tmp_path):
     assert again.fingerprint == random_encoder.fingerprint  # the same seed gives the same weights
     enc = random_encoder.encode(["The", "cat", "sat", "."])
     assert enc.attn.shape[:2] == (encoder.n_layers, encoder.n_heads)
+
+
+# -- word vectors and the whole Table 3 run ----------------------------------------------------------
+def test_word_vectors(encoder):
+    spacy_md = probes.word_vectors(["The", "cat", "qzxjvw"], "spacy-md")
+    assert spacy_md.shape == (3, 300)
+    np.testing.assert_allclose(np.linalg.norm(spacy_md, axis=1), [1, 1, 0], atol=1e-5)  # unknown word: zeros
+    own = probes.word_vectors(["The", "unbelievably"], "embeddings", encoder)
+    assert own.shape == (2, encoder.model.config.hidden_size)
+    table = encoder.model.get_input_embeddings().weight.detach().numpy()
+    the = table[encoder.tokenizer("The", add_special_tokens=False)["input_ids"]].mean(0)
+    np.testing.assert_allclose(own[0], the / np.linalg.norm(the), atol=1e-5)
+    with pytest.raises(ValueError, match="encoder"):
+        probes.word_vectors(["a"], "embeddings")
+
+
+def hand_parsed(article: str, k: int):
+    from bertlook_utils.parses import Sentence
+
+    words, heads, relations, pos = zip(("The", 2, "det", "DET"), ("cat", 3, "nsubj", "NOUN"), ("sat", 0, "ROOT", "VERB"),
+                                       ("on", 3, "prep", "ADP"), ("the", 6, "det", "DET"), ("mat", 4, "pobj", "NOUN"),
+                                       (".", 3, "punct", "PUNCT"))
+    return Sentence(words, heads, relations, pos, pos, article, f"{article}#{k}")
+
+
+def test_run_probes_end_to_end_and_cached(encoder, tmp_path, monkeypatch):
+    selection = [hand_parsed("A", k) for k in range(6)]
+    heldout = [hand_parsed("B", k) for k in range(4)]
+    results = probes.run_probes(encoder, selection, heldout, epochs=2, batch_size=4, min_relation=1,
+                                cache_dir=tmp_path, progress=False)
+    assert list(results.table["model"]) == [m[0] for m in probes.MODELS]
+    assert results.table[["uas_argmax", "uas_mst"]].apply(lambda c: c.between(0, 100)).all().all()
+    right = results.table.set_index("model").loc["right-branching", "uas_argmax"]
+    assert right == pytest.approx(100 * 3 / 6)  # The -> cat, cat -> sat, the -> mat; "." is not scored
+    assert results.weights.shape == results.head_accuracy.shape == (2, encoder.n_layers, encoder.n_heads)
+    assert set(results.curves["epoch"]) == {1, 2} and results.n_words_test == 4 * 6
+    assert {"det", "all"} <= set(results.best_heads["relation"])
+    assert list(probes.table3(results)["paper model"][:6]) == list(probes.TABLE3["model"])
+    monkeypatch.setattr(probes, "train_probe", lambda *a, **k: pytest.fail("the second call must read the cache"))
+    again = probes.run_probes(encoder, selection, heldout, epochs=2, batch_size=4, min_relation=1,
+                              cache_dir=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(again.table, results.table)
+    pd.testing.assert_frame_equal(again.predictions, results.predictions)
