@@ -344,7 +344,7 @@ def _loss(probe: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
 def predict(probe: nn.Module, batches: Sequence[dict[str, torch.Tensor]]) -> list[np.ndarray]:
     """Per sentence (ordered by its index in the examples) log p(c | d) as float64 [n, n+1]."""
     out: dict[int, np.ndarray] = {}
-    with torch.no_grad():
+    with torch.no_grad(), deterministic():
         for batch in batches:
             logp = log_probs(probe, batch).double().numpy()
             for row, (n, i) in enumerate(zip(batch["lengths"].tolist(), batch["index"].tolist())):
@@ -390,7 +390,7 @@ def _batch_uas(probe: nn.Module, batches: Sequence[dict[str, torch.Tensor]]) -> 
 
 
 def train_probe(probe: nn.Module, train: Sequence[dict[str, torch.Tensor]],
-                heldout: Sequence[dict[str, torch.Tensor]] | None = None, epochs: int = 20,
+                heldout: Sequence[dict[str, torch.Tensor]] | None = None, epochs: int = 6,
                 lr: float = LEARNING_RATE, seed: int = 0, progress: bool = True, desc: str = "probe"
                 ) -> pd.DataFrame:
     """Train `probe` in place (Adam, shuffled batches) and return the learning curve: one row per epoch with
@@ -404,6 +404,8 @@ def train_probe(probe: nn.Module, train: Sequence[dict[str, torch.Tensor]],
         for epoch in tqdm(range(1, epochs + 1), desc=desc, unit="epoch", disable=not progress, leave=False):
             losses = []
             for b in torch.randperm(len(train), generator=generator).tolist():
+                if not train[b]["scored"].any():  # only punctuation: nothing to learn from
+                    continue
                 optimizer.zero_grad()
                 loss = _loss(probe, train[b])
                 loss.backward()
@@ -426,7 +428,10 @@ def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str =
     """The encoder's architecture with random weights (torch seed `seed`), except the embeddings (word,
     position, segment, their LayerNorm), which are copied from `encoder` as Clark et al. did; the tokenizer is
     the real one. Saved once under cache_dir/random-init-<key>/ and loaded with `load_encoder`."""
-    key = hashlib.sha256(f"{encoder.fingerprint}|{seed}|{code_version('probes')}".encode()).hexdigest()[:16]
+    import transformers
+
+    versions = f"{torch.__version__}|{transformers.__version__}"  # the initialisation code
+    key = hashlib.sha256(f"{encoder.fingerprint}|{seed}|{versions}".encode()).hexdigest()[:16]
     folder = Path(cache_dir) / f"random-init-{key}"
     if not (folder / "config.json").exists():
         torch.manual_seed(seed)
