@@ -354,8 +354,8 @@ class CorefResult:
     def best_label(self) -> str:
         return f"{self.best[0]}-{self.best[1]}"
 
-    def wide(self, held_out: bool = True) -> pd.DataFrame:
-        """Accuracy (%) per system (rows) and mention type (columns)."""
+    def wide(self) -> pd.DataFrame:
+        """Accuracy (%) on the held-out half per system (rows) and mention type (columns)."""
         table = self.table.pivot(index="system", columns="type", values="accuracy")
         order = list(dict.fromkeys(self.table["system"]))
         return (100 * table.loc[order, list(COLUMNS)]).rename_axis(None, axis=1)

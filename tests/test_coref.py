@@ -65,6 +65,15 @@ def test_correctness_and_accuracy_by_type():
         coref.is_correct([PASSAGE], table, np.array([2, 0, 0, 0, 0]))  # mention 2 cannot pick itself
 
 
+def test_position_tables_on_the_hand_made_passage():
+    table = coref.mention_table([PASSAGE])
+    pos = coref.positions(table).set_index("type")
+    assert pos.loc["all", "n"] == 5 and pos.loc["all", "rank_1"] == 0.2 and pos.loc["pronoun", "rank_2"] == 1.0
+    base = coref.position_baselines([PASSAGE], table, max_k=2).set_index("k")
+    assert base.loc[1, "all"] == 0.2  # the nearest mention
+    assert base.loc[2, "all"] == 0.6  # two back: He -> John Smith, her -> Mary Lee, Smith -> He
+
+
 def test_sieve_prefers_exact_string_over_a_nearer_head_match():
     words = "Ann Park met Bob Park . Ann Park left .".split()
     ms = [person(0, 2, 0, "proper", "f"), person(3, 5, 1, "proper", "m"), person(6, 8, 0, "proper", "f")]
@@ -189,6 +198,9 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
     assert side.loc[side["system (paper)"] == "BERT head 5-4", "all"].item().startswith("65 | 100.0")
     assert side.loc[side["system (paper)"] == "neural coref (not comparable)", "pronoun"].item().startswith(" – | ")
     assert len(coref.plot_comparison(result).axes) == 4
+    assert (coref.by_head_word(result, [label])[label] == 1).all()
+    by_rank = coref.accuracy_by_rank(result, ["nearest mention"]).set_index("rank")["nearest mention"]
+    assert by_rank.loc[1] == 1 and (by_rank.drop(1) == 0).all()  # right exactly when the antecedent is next
     assert len(coref.failures(result)) == 0  # the oracle head never fails
     assert not coref.failures(result, 2, 1).empty
 
