@@ -169,15 +169,18 @@ def _check_distances(distances: np.ndarray) -> np.ndarray:
     return d
 
 
-def mds(distances: np.ndarray, seed: int = 0, n_init: int = 4) -> np.ndarray:
-    """[K, 2] metric MDS embedding of precomputed distances (scikit-learn SMACOF, fixed seed).
+def mds(distances: np.ndarray, seed: int = 0) -> np.ndarray:
+    """[K, 2] metric MDS embedding of precomputed distances (scikit-learn SMACOF).
 
-    Distances are scaled by their mean first (the embedding's shape does not depend on the scale)."""
+    SMACOF starts from classical (Torgerson) MDS: from random starts it stops in local minima of higher
+    stress, and two similar distance matrices then get maps that differ by more than a rotation
+    (measured here: stress 127 vs 117, Procrustes disparity 0.47 vs 0.01 between pairs and single texts).
+    Distances are scaled by their mean first (the map's shape does not depend on the scale)."""
     from sklearn.manifold import MDS
 
     d = _check_distances(distances)
     d = d / d[np.triu_indices_from(d, 1)].mean()
-    model = MDS(n_components=2, metric_mds=True, metric="precomputed", init="random", n_init=n_init,
+    model = MDS(n_components=2, metric_mds=True, metric="precomputed", init="classical_mds", n_init=1,
                 random_state=seed)
     return model.fit_transform(d)
 
