@@ -144,11 +144,12 @@ class MaskedLM(Objective):
     with the input's seed) are replaced by [MASK]; the loss is the mean cross-entropy at those positions.
     `model` is the same encoder with its MLM head (e.g. AutoModelForMaskedLM, eager attention)."""
 
-    name = "mlm"
-    description = "masked-LM cross-entropy (15 % of the wordpieces masked)"
-
     def __init__(self, model: nn.Module, mask_token_id: int, rate: float = 0.15):
+        if not 0 < rate < 1:
+            raise ValueError(f"rate is the share of wordpieces to mask, between 0 and 1, not {rate}")
         self.model, self.mask_token_id, self.rate = model.eval(), mask_token_id, rate
+        self.name = f"mlm-{rate:g}"  # part of the cache key
+        self.description = f"masked-LM cross-entropy ({100 * rate:g} % of the wordpieces masked)"
 
     def module(self, encoder: Encoder) -> nn.Module:
         return self.model
