@@ -231,3 +231,32 @@ def test_bad_inputs_are_clear_errors():
         intervene.drain_tokens(0, SINKS[:, :5], VALID[:, :5] & ~SINKS[:, :5])(0, probs)
     with pytest.raises(ValueError, match="no token left"):
         intervene.drain_tokens(0, VALID, torch.zeros_like(VALID))(0, probs)
+
+
+@pytest.mark.parametrize("family", ["roberta", "distilbert", "electra"])
+def test_other_bert_family_encoders(family):
+    from transformers import (DistilBertConfig, DistilBertModel, ElectraConfig, ElectraModel, RobertaConfig,
+                              RobertaModel)
+
+    sizes = dict(vocab_size=40, max_position_embeddings=40, attn_implementation="eager")
+    config, model_class = {
+        "roberta": (RobertaConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                                  **sizes), RobertaModel),
+        "distilbert": (DistilBertConfig(dim=16, n_layers=2, n_heads=2, hidden_dim=32, **sizes), DistilBertModel),
+        "electra": (ElectraConfig(embedding_size=16, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=32, **sizes), ElectraModel),
+    }[family]
+    torch.manual_seed(0)
+    model, inputs = model_class(config).eval(), tiny_inputs()
+    base = model(**inputs, output_attentions=True)
+    layers = []
+    with intervene.edit_attention(model, lambda layer, p: layers.append(layer) or p):
+        same = model(**inputs).last_hidden_state
+    assert layers == [0, 1]
+    torch.testing.assert_close(same, base.last_hidden_state, rtol=0, atol=0)
+    valid = inputs["attention_mask"].bool()
+    with intervene.edit_attention(model, intervene.uniform_head(1, 0, valid)):
+        edited = model(**inputs, output_attentions=True).attentions[1]
+    torch.testing.assert_close(edited[:, 0], (valid.float() / valid.sum(1, keepdim=True))[:, None].expand(3, 9, 9))
+    torch.testing.assert_close(edited[:, 1], base.attentions[1][:, 1], rtol=0, atol=0)
+    assert model.config._attn_implementation == "eager" and not intervene._ACTIVE
