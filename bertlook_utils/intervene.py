@@ -16,7 +16,7 @@ BERT, RoBERTa, DistilBERT and ELECTRA (transformers 5).
 
 Edit factories: `uniform_head` (Kovaleva et al.'s head disabling), `drain_tokens` (move the mass on given
 columns to the other tokens), `drain_random` (move the same mass away from randomly chosen tokens, the
-control), `Capture` (keep every layer's probabilities with their gradients).
+control), `Capture` (keep every layer's probabilities, for their gradients).
 """
 from __future__ import annotations
 
