@@ -184,3 +184,23 @@ def test_explorer_redraws_the_chosen_head():
     head.value = clustering.head_index(2, 3, 3)
     assert explorer.draws == 2 and explorer.png != first
     assert "head 2-3" in repr(explorer)
+
+
+def test_inputs_split_over_threads_give_the_same_sums():
+    rng = np.random.default_rng(6)
+    encs = [make_encoded(PAIR_TOKENS, random_row_stochastic(rng, (2, 2, 11, 11))) for _ in range(5)]
+    attn = torch.from_numpy(np.stack([e.attn for e in encs]))
+    batch = Batch.build(attn, torch.ones(5, 11, dtype=torch.bool), encs, "[CLS]", "[SEP]")
+    threads = torch.get_num_threads()
+    sums = []
+    for n in (1, 3):
+        torch.set_num_threads(n)
+        try:
+            reducer = clustering.JSDistances()
+            reducer.update(batch)
+            assert torch.get_num_threads() == n  # restored after the threaded update
+        finally:
+            torch.set_num_threads(threads)
+        sums.append(reducer.distances())
+    np.testing.assert_allclose(sums[0], sums[1], rtol=1e-9)
+    np.testing.assert_allclose(sums[0], clustering.js_distances(encs), rtol=1e-9)
