@@ -415,8 +415,9 @@ def plot_aligned(result: ClusterResult, other: ClusterResult, ax=None, names: tu
         mask = behaviour == name
         if mask.any():
             colour = viz.PALETTE.get(name, viz.PALETTE["other"])
-            ax.scatter(*first[mask].T, color=colour, s=40, label=BEHAVIOUR_NAMES[name])
-            ax.scatter(*second[mask].T, facecolors="none", edgecolors=colour, s=40)
+            alpha = 0.9 if name != "other" else 0.5  # as in plot_map
+            ax.scatter(*first[mask].T, color=colour, s=40, alpha=alpha, label=BEHAVIOUR_NAMES[name])
+            ax.scatter(*second[mask].T, facecolors="none", edgecolors=colour, s=40, alpha=alpha)
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_aspect("equal", adjustable="datalim")
@@ -447,7 +448,10 @@ def explorer(result: ClusterResult, max_tokens: int = 40, snapshot: bool = True)
         fig = Figure(figsize=(12, 5.6), layout="constrained")
         left, right = fig.subplots(1, 2, width_ratios=[1, 1.05])
         plot_map(result, "behaviour", ax=left, highlight=index, annotate=False, title="heads by behaviour")
-        viz.plot_head(examples[example_menu.value], layer + 1, head + 1, ax=right, max_tokens=max_tokens)
+        broad = heads["behaviour"].iloc[index] == "broad"  # colours scaled to its largest weight, else blank
+        viz.plot_head(examples[example_menu.value], layer + 1, head + 1, ax=right, max_tokens=max_tokens,
+                      vmax=None if broad else 1.0, title=f"head {heads['label'].iloc[index]}"
+                      + (" (colours scaled to its largest weight)" if broad else ""))
         return fig
 
     def describe():
