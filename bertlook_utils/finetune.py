@@ -11,7 +11,9 @@ Tasks (labels known by construction; no GLUE on the registries):
 a model folder that `load_encoder(folder)` reads, with the head beside it) and returns a `FineTuned`.
 `frozen_baseline` trains the same head on the frozen encoder; `majority_accuracy` is the floor.
 `disabling_scan` replaces one head's (or one layer's) attention by uniform 1/n over the real tokens
-(`intervene.uniform_head` inside `intervene.edit_attention`) and measures the test accuracy and loss for every head and every layer.
+(`intervene.uniform_head` inside `intervene.edit_attention`) and measures the test accuracy and loss for
+every head and every layer. Caches are keyed by the source of the functions that produce them (not whole
+modules), so editing a docstring or another function elsewhere keeps fine-tuned models and scans valid.
 """
 from __future__ import annotations
 
@@ -411,8 +413,9 @@ def disabling_scan(tuned: FineTuned, data: TaskData, n_examples: int | None = No
     path = None
     if cache_dir is not None:
         path = entry_path(cache_dir, f"disable-{data.name}", encoder.fingerprint, data.fingerprint(),
-                          f"{tuned.max_length}/{len(examples)}", version=_source_version(disabling_scan, _predict, accuracy_and_loss)
-                                                               + code_version("intervene"))
+                          f"{tuned.max_length}/{len(examples)}", version=_source_version(disabling_scan, _predict, accuracy_and_loss, intervene.uniform_head,
+                                                                 intervene.edit_attention,
+                                                                 intervene._edited_eager_attention))
         cached = load_result(path)
         if cached is not None:
             return pd.DataFrame(cached["rows"], columns=[str(c) for c in cached["columns"]]).astype(
