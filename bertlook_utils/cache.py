@@ -21,7 +21,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_CACHE_DIR = PACKAGE_DIR.parent / "data" / "cache"
 
 
-_IMPORT = re.compile(r"^from \.(\w*) import ([\w, ]+)", re.MULTILINE)
+# modules that only draw, compare or describe: never part of a cached result's code version
+PRESENTATION_MODULES = frozenset({"viz", "widgets", "assets", "report", "paper"})
+_IMPORT = re.compile(r"^[ \t]*from \.(\w*) import ([\w, ]+)", re.MULTILINE)
 
 
 def _package_imports(name: str) -> set[str]:
@@ -29,14 +31,15 @@ def _package_imports(name: str) -> set[str]:
     found = set()
     for module, names in _IMPORT.findall((PACKAGE_DIR / f"{name}.py").read_text()):
         found.update([module] if module else (n.strip() for n in names.split(",")))
-    return {m for m in found if (PACKAGE_DIR / f"{m}.py").exists()}
+    return {m for m in found if m not in PRESENTATION_MODULES and (PACKAGE_DIR / f"{m}.py").exists()}
 
 
 @lru_cache(maxsize=None)
 def code_version(name: str) -> str:
     """sha256 of the source of package module `name` (e.g. "surface") and of every package module it
-    imports, directly or not: editing any of them invalidates the results it cached; editing another
-    module (a figure, a new analysis) leaves them valid."""
+    imports (anywhere in it), directly or not, presentation modules aside: editing any of them invalidates the
+    results it cached; editing another module (a figure, the paper's numbers, a new analysis) leaves them
+    valid."""
     todo, seen = [name], set()
     while todo:
         module = todo.pop()

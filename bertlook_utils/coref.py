@@ -27,6 +27,7 @@ import pandas as pd
 from .cache import DEFAULT_CACHE_DIR
 from .corefdata import TYPES, Passage
 from .extract import Batch, Reducer, check_attention, reduce
+from .intervals import bootstrap_interval
 from .wordlevel import FROM_MODES, to_word_level
 
 BASELINES = ("nearest mention", "head-word match", "rule-based (sieves)")
@@ -270,22 +271,6 @@ def halves(passages: Sequence[Passage], seed: int = 0) -> np.ndarray:
     selection = np.zeros(len(passages), dtype=bool)
     selection[order[: len(passages) // 2]] = True
     return selection
-
-
-def bootstrap_interval(correct: np.ndarray, groups: np.ndarray, n_boot: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of the accuracy of `correct` [N] (bool) resampling whole groups (passages)."""
-    correct, groups = np.asarray(correct, dtype=float), np.asarray(groups)
-    if correct.size == 0:
-        return float("nan"), float("nan")
-    labels, index = np.unique(groups, return_inverse=True)
-    hits = np.bincount(index, weights=correct, minlength=len(labels))
-    counts = np.bincount(index, minlength=len(labels)).astype(float)
-    rng = np.random.default_rng(seed)
-    weights = rng.multinomial(len(labels), np.full(len(labels), 1 / len(labels)), size=n_boot)
-    scores = (weights @ hits) / np.maximum(weights @ counts, 1)
-    tail = (1 - level) / 2
-    return float(np.quantile(scores, tail)), float(np.quantile(scores, 1 - tail))
 
 
 def accuracy_by_type(correct: np.ndarray, types: pd.Series | np.ndarray) -> dict[str, float]:

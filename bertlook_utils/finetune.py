@@ -12,14 +12,13 @@ a model folder that `load_encoder(folder)` reads, with the head beside it) and r
 `frozen_baseline` trains the same head on the frozen encoder; `majority_accuracy` is the floor.
 `disabling_scan` replaces one head's (or one layer's) attention by uniform 1/n over the real tokens
 (`intervene.uniform_head` inside `intervene.edit_attention`) and measures the test accuracy and loss for
-every head and every layer. Caches are keyed by the source of the functions that produce them (not whole
-modules), so editing a docstring or another function elsewhere keeps fine-tuned models and scans valid.
+every head and every layer. Caches are keyed by model, data and the code version of this module (and what it
+imports): any edit here retrains, never a stale model.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-import inspect
 import json
 import math
 import random
@@ -45,12 +44,6 @@ OVOS_SUMMARIES = "data/summaries_en-us.json"
 HEAD_FILE = "classifier_head.pt"
 META_FILE = "bertlook_task.json"
 NEXT_PARAGRAPH_LABELS = ("random paragraph", "next paragraph")
-
-
-def _source_version(*functions) -> str:
-    """sha256 of the source of some functions: a narrower cache key than the whole module's code, so that
-    editing the evaluation code leaves fine-tuned models valid."""
-    return hashlib.sha256("".join(inspect.getsource(f) for f in functions).encode()).hexdigest()
 
 
 # -- data -------------------------------------------------------------------------------------------
@@ -144,7 +137,7 @@ def next_paragraph_data(n_train: int = 576, n_test: int = 192, seed: int = 0, te
         raise ValueError("n_train and n_test must be even and at least 2 (half positive, half negative)")
     if cache_dir is not None:
         path = entry_path(cache_dir, "next-paragraph", f"{n_train}/{n_test}/{seed}/{test_fraction}",
-                          version=_source_version(next_paragraph_data) + code_version("corpora"))
+                          version=code_version("finetune"))
         cached = load_result(path)
         if cached is None:
             data = next_paragraph_data(n_train, n_test, seed, test_fraction, cache_dir=None)
@@ -279,7 +272,7 @@ def finetune(encoder_name: str | None, data: TaskData, epochs: int = 2, batch_si
     folder = None
     if cache_dir is not None:
         folder = entry_path(cache_dir, f"finetune-{data.name}", base.fingerprint, data.fingerprint(), settings,
-                            version=_training_version()).with_suffix("")
+                            version=code_version("finetune")).with_suffix("")
         if (folder / META_FILE).exists():
             return load_finetuned(folder)
     torch.manual_seed(seed)
@@ -319,10 +312,6 @@ def finetune(encoder_name: str | None, data: TaskData, epochs: int = 2, batch_si
         return FineTuned(data.name, base, head, Path(), max_length, history_frame)
     _save(folder, base, head, data, max_length, history_frame)
     return load_finetuned(folder)
-
-
-def _training_version() -> str:
-    return _source_version(finetune, _tensors, _batches, _cls_states, _save) + code_version("models")
 
 
 def _save(folder: Path, encoder: Encoder, head: torch.nn.Linear, data: TaskData, max_length: int,
@@ -377,7 +366,7 @@ def frozen_baseline(encoder_name: str | None, data: TaskData, max_length: int = 
     path = None
     if cache_dir is not None:
         path = entry_path(cache_dir, f"frozen-{data.name}", encoder.fingerprint, data.fingerprint(), str(max_length),
-                          version=_source_version(frozen_baseline, _tensors, _cls_states))
+                          version=code_version("finetune"))
         cached = load_result(path)
         if cached is not None:
             features = cached
@@ -413,9 +402,7 @@ def disabling_scan(tuned: FineTuned, data: TaskData, n_examples: int | None = No
     path = None
     if cache_dir is not None:
         path = entry_path(cache_dir, f"disable-{data.name}", encoder.fingerprint, data.fingerprint(),
-                          f"{tuned.max_length}/{len(examples)}", version=_source_version(disabling_scan, _predict, accuracy_and_loss, intervene.uniform_head,
-                                                                 intervene.edit_attention,
-                                                                 intervene._edited_eager_attention))
+                          f"{tuned.max_length}/{len(examples)}", version=code_version("finetune"))
         cached = load_result(path)
         if cached is not None:
             return pd.DataFrame(cached["rows"], columns=[str(c) for c in cached["columns"]]).astype(

@@ -29,7 +29,6 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 import torch
-from scipy import stats
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -37,6 +36,7 @@ from . import intervene
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
 from .corpora import Segment
 from .extract import is_punctuation, items_fingerprint
+from .intervals import mean_interval
 from .models import Encoder
 
 CATEGORIES = ("sep", "cls", "punct", "other")
@@ -224,17 +224,6 @@ class GradientResult:
             for c, category in enumerate(CATEGORIES[:-1]):
                 rows.append((layer + 1, category, *mean_interval(ratio[:, layer, c])))
         return pd.DataFrame(rows, columns=["layer", "category", "ratio", "low", "high"])
-
-
-def mean_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and two-sided t-interval over the finite values."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    if len(values) < 2:
-        raise ValueError("an interval needs at least two inputs")
-    mean, sem = values.mean(), values.std(ddof=1) / np.sqrt(len(values))
-    half = stats.t.ppf(0.5 + level / 2, len(values) - 1) * sem
-    return float(mean), float(mean - half), float(mean + half)
 
 
 def _per_category(values: torch.Tensor, batch: TokenBatch, mean_over_columns: bool) -> torch.Tensor:

@@ -20,6 +20,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
+from .intervals import bootstrap_interval
 from .models import Encoder
 from .parses import POSSESSIVE_MARKERS, Sentence, split_halves, to_conllu
 from .wordlevel import to_word_level
@@ -275,19 +276,6 @@ def accuracy_grid(scores: HeadScores, relation: str = "all") -> np.ndarray:
         raise ValueError(f"no dependent has the relation {relation!r}; "
                          f"known: {', '.join(scores.relation_counts().index[:20])}")
     return scores.correct[mask].mean(0)
-
-
-def bootstrap_interval(correct: np.ndarray, sentence: np.ndarray, n_boot: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of an accuracy, resampling whole sentences (dependents of one sentence are not
-    independent). correct: bool [n]; sentence: int [n], the sentence of each outcome."""
-    _, groups = np.unique(sentence, return_inverse=True)
-    hits = np.bincount(groups, weights=correct.astype(float))
-    totals = np.bincount(groups).astype(float)
-    draws = np.random.default_rng(seed).integers(0, len(totals), size=(n_boot, len(totals)))
-    accuracies = hits[draws].sum(1) / totals[draws].sum(1)
-    low, high = np.quantile(accuracies, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
 
 
 def _relations(scores: HeadScores, relations: Sequence[str] | None, min_n: int) -> list[str]:

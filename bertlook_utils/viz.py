@@ -141,7 +141,7 @@ def plot_head_grid(stats: pd.DataFrame, column: str, ax=None, title: str | None 
     ax.set_ylabel("layer")
     ax.grid(False)
     ax.set_title(title or LABELS.get(column, column))
-    plt.colorbar(image, ax=ax, shrink=0.8)
+    ax.figure.colorbar(image, ax=ax, shrink=0.8)  # not plt.colorbar: it opens a pyplot figure for a bare Figure
     return ax
 
 

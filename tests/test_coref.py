@@ -126,16 +126,6 @@ def test_attention_input_is_checked():
         coref.antecedent_attention(bad, PASSAGE)
 
 
-def test_bootstrap_interval_is_seeded_and_resamples_passages():
-    correct = np.array([1] * 30 + [0] * 10, dtype=bool)
-    groups = np.repeat(np.arange(8), 5)
-    low, high = coref.bootstrap_interval(correct, groups, n_boot=500, seed=1)
-    assert low < 0.75 < high and (low, high) == coref.bootstrap_interval(correct, groups, n_boot=500, seed=1)
-    assert coref.bootstrap_interval(np.ones(10, bool), np.arange(10)) == (1.0, 1.0)
-    # one passage only: resampling passages cannot vary the score
-    assert coref.bootstrap_interval(correct, np.zeros(40)) == (0.75, 0.75)
-
-
 def test_halves_split_passages_deterministically():
     passages = corefdata.generate(9, seed=2)
     a, b = coref.halves(passages, seed=0), coref.halves(passages, seed=0)

@@ -323,7 +323,8 @@ def test_check_attention_rejects_infinities_and_accepts_small_rounding():
 
 def test_code_version_follows_package_imports_only(tmp_path, monkeypatch):
     sources = {"engine": "x = 1\n", "surface": "from .engine import x\n", "viz": "from .surface import x\n",
-               "syntax": "from . import engine, wordlevel\n", "wordlevel": "y = 1\n"}
+               "syntax": "from . import engine, wordlevel\n", "wordlevel": "def f():\n    from .deep import z\n",
+               "deep": "z = 1\n"}
     for name, text in sources.items():
         (tmp_path / f"{name}.py").write_text(text)
     monkeypatch.setattr(cache, "PACKAGE_DIR", tmp_path)
@@ -334,8 +335,12 @@ def test_code_version_follows_package_imports_only(tmp_path, monkeypatch):
 
     base = versions()
     (tmp_path / "viz.py").write_text("from .surface import x  # a figure changed, no number did\n")
+    (tmp_path / "paper.py").write_text("TABLE = 1\n")
+    (tmp_path / "surface.py").write_text("from .engine import x\nfrom .paper import TABLE\n")
+    base = versions()
+    (tmp_path / "paper.py").write_text("TABLE = 2  # the paper's numbers are presentation\n")
     assert versions() == base
-    (tmp_path / "wordlevel.py").write_text("y = 2\n")  # imported by syntax only
+    (tmp_path / "deep.py").write_text("z = 2\n")  # imported by syntax only, inside a function of wordlevel
     changed = versions()
     assert changed["surface"] == base["surface"] and changed["syntax"] != base["syntax"]
     (tmp_path / "engine.py").write_text("x = 2\n")  # imported by both, directly or not

@@ -167,10 +167,3 @@ def test_sink_ablation_is_zero_where_attention_cannot_matter(tmp_path):
         gradients.sink_ablation(encoder, PAIRS, batch_size=1, cache_dir=None, progress=False)
     with pytest.raises(ValueError, match="0-based"):
         gradients.sink_ablation(encoder, PAIRS, heads=[(2, 0)], cache_dir=None, progress=False)
-
-
-def test_mean_interval_is_the_t_interval():
-    mean, low, high = gradients.mean_interval(np.array([1.0, 2.0, 3.0, np.nan]))
-    assert mean == 2 and high - mean == pytest.approx(4.302653 / np.sqrt(3), rel=1e-6) and low == 4 - high
-    with pytest.raises(ValueError, match="two"):
-        gradients.mean_interval(np.array([1.0]))

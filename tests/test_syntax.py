@@ -151,15 +151,6 @@ def test_the_possessive_marker_may_stand_for_the_possessor():
     assert dep.tolist() == [0, 1, 2, 4] and gold.tolist() == [3, 1, 4, 4] and alt.tolist() == [1, -1, -1, -1]
 
 
-def test_bootstrap_interval_resamples_sentences_and_is_seeded():
-    correct = np.array([1, 1, 1, 1, 0, 0, 1, 0], dtype=bool)
-    sentence = np.array([0, 0, 0, 0, 1, 1, 2, 2])
-    low, high = syntax.bootstrap_interval(correct, sentence, n_boot=2000, seed=1)
-    assert 0 <= low < correct.mean() < high <= 1
-    assert (low, high) == syntax.bootstrap_interval(correct, sentence, n_boot=2000, seed=1)
-    assert syntax.bootstrap_interval(np.ones(5, bool), np.arange(5)) == (1.0, 1.0)
-
-
 def test_heldout_table_scores_the_selected_head_on_the_other_half():
     selection = [synthetic(t, special={(1, 1): to_gold_head(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
     heldout = [synthetic(t, special={(2, 3): to_gold_head(t)}, seed=9 + i, k=i) for i, t in enumerate(TREES)]
