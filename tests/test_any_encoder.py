@@ -1,0 +1,105 @@
+"""Other BERT-family encoders: randomly initialised models saved to local folders load and give correct maps.
+
+A start on issue 10: BERT at BERT-base's 12 x 12 geometry, DistilBERT and ELECTRA (WordPiece, the default
+model's vocabulary) and RoBERTa (a byte-level BPE tokenizer trained here on the shipped Wikipedia text).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from transformers import (AutoTokenizer, BertConfig, BertModel, DistilBertConfig, DistilBertModel, ElectraConfig,
+                          ElectraModel, RobertaConfig, RobertaModel, RobertaTokenizerFast)
+
+from bertlook_utils import load_encoder
+from bertlook_utils.corpora import wiki_articles
+from bertlook_utils.models import default_model_path
+from bertlook_utils.surface import entropy_stats, token_stats
+from bertlook_utils.wordlevel import to_word_level
+
+SMALL = dict(hidden_size=32, intermediate_size=64, max_position_embeddings=128)
+TEXT_A, TEXT_B = "The cat sat, happily. Unbelievable!", "It purrs loudly."
+WORDS = ["The", "cat", "sat", ",", "happily", "."]
+
+
+def _roberta_tokenizer(folder):
+    from tokenizers import ByteLevelBPETokenizer
+
+    bpe = ByteLevelBPETokenizer()
+    paragraphs = [p for _, article in wiki_articles()[:10] for p in article]
+    bpe.train_from_iterator(paragraphs, vocab_size=1500, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+                            show_progress=False)
+    folder.mkdir(parents=True)
+    bpe.save_model(str(folder))
+    return RobertaTokenizerFast(vocab=str(folder / "vocab.json"), merges=str(folder / "merges.txt"))
+
+
+@pytest.fixture(scope="module")
+def model_folders(tmp_path_factory):
+    """name -> (folder, n_layers, n_heads) of randomly initialised encoders saved with save_pretrained."""
+    root = tmp_path_factory.mktemp("encoders")
+    wordpiece = AutoTokenizer.from_pretrained(default_model_path())
+    torch.manual_seed(0)
+    models = {
+        "bert-12x12": (BertModel(BertConfig(vocab_size=wordpiece.vocab_size)), wordpiece, 12, 12),
+        "distilbert": (DistilBertModel(DistilBertConfig(vocab_size=wordpiece.vocab_size, n_layers=2, n_heads=4,
+                                                        dim=32, hidden_dim=64)), wordpiece, 2, 4),
+        "electra": (ElectraModel(ElectraConfig(vocab_size=wordpiece.vocab_size, embedding_size=32, num_hidden_layers=3,
+                                               num_attention_heads=4, **SMALL)), wordpiece, 3, 4),
+    }
+    roberta_tok = _roberta_tokenizer(root / "bpe")
+    models["roberta"] = (RobertaModel(RobertaConfig(vocab_size=len(roberta_tok), num_hidden_layers=2,
+                                                    num_attention_heads=2, type_vocab_size=1, pad_token_id=1,
+                                                    bos_token_id=0, eos_token_id=2, **{**SMALL,
+                                                    "max_position_embeddings": 130})), roberta_tok, 2, 2)
+    folders = {}
+    for name, (model, tokenizer, n_layers, n_heads) in models.items():
+        model.save_pretrained(root / name)
+        tokenizer.save_pretrained(root / name)
+        folders[name] = (root / name, n_layers, n_heads)
+    return folders
+
+
+@pytest.mark.parametrize("name", ["bert-12x12", "distilbert", "electra", "roberta"])
+def test_a_pair_encodes_with_its_special_tokens_words_and_segments(model_folders, name):
+    folder, n_layers, n_heads = model_folders[name]
+    encoder = load_encoder(folder)
+    assert (encoder.n_layers, encoder.n_heads) == (n_layers, n_heads)
+    enc = encoder.encode(TEXT_A, TEXT_B)
+    n = len(enc.tokens)
+    assert enc.attn.shape == (n_layers, n_heads, n, n)
+    np.testing.assert_allclose(enc.attn.sum(-1), 1, atol=1e-5)
+    assert enc.tokens[0] == encoder.cls_token and enc.tokens[-1] == encoder.sep_token
+    special = [w for w in enc.words if w in (encoder.cls_token, encoder.sep_token)]
+    assert special[0] == encoder.cls_token and special.count(encoder.sep_token) == (3 if name == "roberta" else 2)
+    # every word of both texts survives, in order, between the special tokens
+    real = [w for w in enc.words if w not in special]
+    assert real == ["The", "cat", "sat", ",", "happily", ".", "Unbelievable", "!", "It", "purrs", "loudly", "."]
+    assert enc.segment_ids[0] == 0 and enc.segment_ids[-1] == 1 and sorted(set(enc.segment_ids)) == [0, 1]
+    words = to_word_level(enc.attn, enc.word_ids)
+    assert words.shape == (n_layers, n_heads, len(enc.words), len(enc.words))
+    np.testing.assert_allclose(words.sum(-1), 1, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["bert-12x12", "distilbert", "electra"])
+def test_statistics_have_one_row_per_head_and_batching_changes_nothing(model_folders, name):
+    folder, n_layers, n_heads = model_folders[name]
+    encoder = load_encoder(folder)
+    items = [(TEXT_A, TEXT_B), "A single text, with a comma.", (WORDS, ["It", "purrs", "."])]
+    alone = [encoder.encode(*(item if isinstance(item, tuple) else (item,))) for item in items]
+    batched = list(encoder.encode_many(items, batch_size=3))
+    for a, b in zip(alone, batched):
+        assert a.tokens == b.tokens
+        np.testing.assert_allclose(a.attn, b.attn, atol=1e-5)
+    stats = token_stats(batched)
+    assert len(stats) == n_layers * n_heads and stats[["layer", "head"]].iloc[-1].tolist() == [n_layers, n_heads]
+    entropy = entropy_stats(batched)
+    assert (entropy["entropy"] > 0).all() and np.isfinite(entropy["cls_entropy"]).all()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: byte-level BPE needs add_prefix_space=True for pre-split words")
+def test_roberta_pre_split_words_tokenize_as_in_running_text(model_folders):
+    """Known problem, kept visible until it is fixed: without add_prefix_space a pre-split "cat" is tokenized as
+    at the start of a text ("cat"), not as in running text ("\u0120cat")."""
+    encoder = load_encoder(model_folders["roberta"][0])
+    assert encoder.encode(WORDS[:3]).tokens == encoder.encode(" ".join(WORDS[:3])).tokens
