@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import (PAIR_TOKENS, identity_map, make_encoded, next_map, prev_map, random_row_stochastic,
+from conftest import (PAIR_TOKENS, make_encoded, next_map, prev_map, random_row_stochastic,
                       stack_heads, uniform_map)
 
 from bertlook_utils import clustering
