@@ -7,6 +7,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 ASSETS := node_modules/.installed
 MODEL ?=
+# another model's pages and report go to their own folder: build/models/<last part of its name or path>
+BUILD := build$(if $(MODEL),/models/$(notdir $(abspath $(MODEL))))
+PROCS ?= 2
+SEGMENTS ?= 1000
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 TALK := slides/bertlook_talk.ipynb
 export HF_HUB_OFFLINE := 1
@@ -14,7 +18,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export BERTLOOK_MODEL := $(MODEL)
 
-.PHONY: setup assets browser run test unit nbval notebooks slides report bench lab clean
+.PHONY: setup assets browser run test unit nbval notebooks slides report extract bench lab clean
 
 setup: $(STAMP) $(ASSETS)
 
@@ -36,15 +40,21 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (BERTLook)" >/dev/null
 	touch $(STAMP)
 
-## run: execute every notebook with the default model (or MODEL=...) into build/*.html, then build/report.md
+## run: execute every notebook with the default model into build/*.html, then build/report.md; with MODEL=<name or
+## folder>, with that model into build/models/<name>/, whose report puts it beside the default model
 run: setup
-	$(PY) tools/export.py --to html --execute --out build $(NOTEBOOKS)
-	$(PY) -m bertlook_utils.report --out build/report.md $(if $(MODEL),--model "$(MODEL)")
-	@echo "open build/*.html and build/report.md (offline pages)"
+	$(PY) tools/export.py --to html --execute --out $(BUILD) $(NOTEBOOKS)
+	$(PY) -m bertlook_utils.report --out $(BUILD)/report.md $(if $(MODEL),--model default --model "$(MODEL)")
+	@echo "open $(BUILD)/*.html and $(BUILD)/report.md (offline pages)"
 
-## report: only build/report.md (fast once the cache is warm)
+## report: only the report (fast once the cache is warm)
 report: setup
-	$(PY) -m bertlook_utils.report --out build/report.md $(if $(MODEL),--model "$(MODEL)")
+	$(PY) -m bertlook_utils.report --out $(BUILD)/report.md $(if $(MODEL),--model default --model "$(MODEL)")
+
+## extract: fill the cache for notebooks 01, 03 and 07 with PROCS processes started by torchrun (README: "Scale")
+extract: setup
+	$(VENV)/bin/torchrun --standalone --nproc_per_node=$(PROCS) -m bertlook_utils.cli extract \
+		--analyses surface clustering --segments $(SEGMENTS)
 
 ## test: unit and browser tests, then every committed notebook under nbval
 test: unit nbval

@@ -240,7 +240,7 @@ class AntecedentAttention(Reducer):
 
     def update(self, batch: Batch) -> None:
         for i, x in enumerate(batch.inputs):
-            p = self.passages[len(self.chunks)]
+            p = self.passages[batch.start + i]
             if list(x.words[1:-1]) != p.words:
                 raise ValueError(f"passage {p.id}: the encoded words differ from the passage's; "
                                  "encode each passage's own words, in order, as one segment")
@@ -256,6 +256,10 @@ class AntecedentAttention(Reducer):
 
     def load(self, result: dict[str, np.ndarray]) -> None:
         self.choices, self.weights = result["choices"], result["weights"]
+
+    def merge(self, results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """Blocks of passages, in order: their rows one after the other."""
+        return {key: np.concatenate([r[key] for r in results]) for key in ("choices", "weights")}
 
 
 def word_attention(encoder, passage: Passage, from_mode: str = "mean") -> np.ndarray:
@@ -360,8 +364,6 @@ def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1
     reducer = AntecedentAttention(passages, from_mode)
     reduce(encoder, [p.words for p in passages], [reducer], batch_size=batch_size, cache_dir=cache_dir,
            progress=progress)
-    if reducer.choices is None:  # computed without a cache
-        reducer.result()
     choices, weights = reducer.choices.astype(int), reducer.weights.astype(np.float32)
     if len(choices) != len(mentions):
         raise ValueError(f"attention for {len(choices)} mentions, expected {len(mentions)}; clear the cache entry")

@@ -2,12 +2,19 @@
 
     results = reduce(encoder, segments, [TokenStats(), EntropyStats(), KeepExamples(8)])
 
-Each reducer's result is cached on disk (`cache`), keyed by model fingerprint + data fingerprint + the
-version of the reducer's code (its module and what that imports) + the reducer's own key; a missing, stale, truncated or tampered entry is recomputed. Only
-reducers without a valid entry take part in the (single) pass.
+The inputs are cut into blocks of BLOCK_SIZE; each reducer's result for each block is cached on disk
+(`cache`) as soon as the block is done, keyed by model fingerprint + data fingerprint + block + the
+version of the reducer's code (its module and what that imports) + the reducer's own key. The blocks'
+results are then merged in order (`Reducer.merge`), so:
+- an interrupted run resumes at the first block without an entry; a missing, stale, truncated or
+  tampered entry is recomputed; only reducers without a valid entry take part in a block's pass;
+- the result does not depend on how the work was split: under `torch.distributed` (e.g. `torchrun
+  --nproc_per_node=2 -m bertlook_utils.cli extract`, see `cli`), process r of w computes the blocks
+  b with b % w == r into the shared cache, waits for the others, and every process merges the same blocks.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import json
@@ -23,6 +30,7 @@ from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, sav
 from .corpora import Segment, segments_fingerprint
 from .models import Encoded, Encoder
 
+BLOCK_SIZE = 256  # inputs per cached block: the unit of resuming and of sharding (a multiple of batch sizes)
 PUNCTUATION = frozenset({".", ","})  # Clark et al.'s "punctuation" tokens
 _WORD_MARKERS = ("##", "\u0120", "\u2581")  # WordPiece continuation, byte-level BPE and SentencePiece spaces
 
@@ -41,7 +49,8 @@ class Batch:
     attn: float32 [B, L, H, T, T]: columns beyond an input's length are exactly 0 (the padding mask
     underflows to 0 in the softmax), rows beyond it are meaningless; valid, is_cls, is_sep,
     is_punct: bool [B, T], False at padding; lengths: long [B]; inputs: B objects with tokens, word_ids,
-    words and segment_ids (`Encoded` or the encoder's prepared inputs)."""
+    words and segment_ids (`Encoded` or the encoder's prepared inputs); start: index of inputs[0] among
+    all the inputs of the pass."""
 
     attn: torch.Tensor
     valid: torch.Tensor
@@ -52,17 +61,18 @@ class Batch:
     inputs: Sequence
     cls_token: str
     sep_token: str
+    start: int = 0
 
     @classmethod
-    def build(cls, attn: torch.Tensor, valid: torch.Tensor, inputs: Sequence, cls_token: str, sep_token: str
-              ) -> "Batch":
+    def build(cls, attn: torch.Tensor, valid: torch.Tensor, inputs: Sequence, cls_token: str, sep_token: str,
+              start: int = 0) -> "Batch":
         width = valid.shape[1]
 
         def flags(test):
             return torch.tensor([[test(t) for t in x.tokens] + [False] * (width - len(x.tokens)) for x in inputs])
 
         return cls(attn, valid, flags(lambda t: t == cls_token), flags(lambda t: t == sep_token),
-                   flags(is_punctuation), valid.sum(1), inputs, cls_token, sep_token)
+                   flags(is_punctuation), valid.sum(1), inputs, cls_token, sep_token, start)
 
     @classmethod
     def from_encoded(cls, enc: Encoded) -> "Batch":
@@ -90,7 +100,8 @@ def check_attention(attn: np.ndarray, tolerance: float = 1e-3) -> None:
 
 class Reducer:
     """Consumes batches, keeps running sums. `key` names its settings in the cache key; `result()` is a
-    dict of numpy arrays (what is cached); `load(result)` restores a reducer from a cached result."""
+    dict of numpy arrays (what is cached); `merge(results)` combines the results of consecutive blocks of
+    inputs into the result of all of them; `load(result)` restores a reducer from a result."""
 
     name = "reducer"
 
@@ -107,6 +118,10 @@ class Reducer:
     def load(self, result: dict[str, np.ndarray]) -> None:
         raise NotImplementedError
 
+    def merge(self, results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """Sums of the blocks' arrays, key by key (right for results that are running sums and counts)."""
+        return {key: sum(r[key] for r in results[1:]) + results[0][key] for key in results[0]}
+
 
 class KeepExamples(Reducer):
     """Keeps the full maps of the first `k` inputs, for figures: `.examples` is a list of `Encoded`."""
@@ -122,7 +137,7 @@ class KeepExamples(Reducer):
         return f"{self.name}-{self.k}"
 
     def update(self, batch: Batch) -> None:
-        for i, x in enumerate(batch.inputs[:self.k - len(self.examples)]):
+        for i, x in enumerate(batch.inputs[:max(0, min(self.k - len(self.examples), self.k - batch.start))]):
             n = len(x.tokens)
             self.examples.append(Encoded(x.tokens, x.word_ids, x.words, x.segment_ids,
                                          batch.attn[i, :, :, :n, :n].numpy().copy(), batch.cls_token, batch.sep_token))
@@ -136,6 +151,15 @@ class KeepExamples(Reducer):
     def load(self, result: dict[str, np.ndarray]) -> None:
         meta = json.loads(str(result["meta"]))
         self.examples = [Encoded(attn=result[f"attn{i}"], **m) for i, m in enumerate(meta)]
+
+    def merge(self, results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """The blocks' examples one after the other (only the first blocks have any)."""
+        meta, arrays = [], {}
+        for r in results:
+            for i, m in enumerate(json.loads(str(r["meta"]))):
+                arrays[f"attn{len(meta)}"] = r[f"attn{i}"]
+                meta.append(m)
+        return {"meta": np.array(json.dumps(meta)), **arrays}
 
 
 # -- the pass ---------------------------------------------------------------------------------------
@@ -160,37 +184,82 @@ def _as_item(item):
     return item.pair if isinstance(item, Segment) else item
 
 
-def reduce(encoder: Encoder, items: Sequence, reducers: Iterable[Reducer], batch_size: int = 32,
-           cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> list[Reducer]:
-    """Run every reducer over the attention of `items` (segments, texts or (a, b) pairs) in one pass.
+def process_group() -> tuple[int, int]:
+    """(rank, world size) of this process under torch.distributed (as `torchrun` starts it), else (0, 1)."""
+    import torch.distributed as dist
 
-    Reducers with a valid cache entry are restored instead of recomputed; pass cache_dir=None to skip the
-    cache. Returns the reducers, filled."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _pass(encoder: Encoder, items: Sequence, start: int, reducers: list[Reducer], batch_size: int,
+          bar) -> list[dict[str, np.ndarray]]:
+    """Results of fresh copies of `reducers` over `items` (a block beginning at input `start`)."""
+    fresh = [copy.deepcopy(r) for r in reducers]
+    for prepared, attn, valid in encoder.attention_batches(map(_as_item, items), batch_size):
+        batch = Batch.build(attn, valid, prepared, encoder.cls_token, encoder.sep_token, start)
+        for reducer in fresh:
+            reducer.update(batch)
+        start += len(prepared)
+        bar.update(len(prepared))
+    return [r.result() for r in fresh]
+
+
+def reduce(encoder: Encoder, items: Sequence, reducers: Iterable[Reducer], batch_size: int = 32,
+           cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True,
+           block_size: int = BLOCK_SIZE) -> list[Reducer]:
+    """Run every reducer (new, not yet updated) over the attention of `items` (segments, texts or (a, b)
+    pairs), block by block, and fill them with the merged result.
+
+    Blocks with a valid cache entry are restored instead of recomputed; pass cache_dir=None to skip the
+    cache (and sharding). Returns the reducers, filled."""
     reducers = list(reducers)
     if not items:
         raise ValueError("no inputs to extract attention from")
-    todo, paths = [], {}
+    if block_size < 1:
+        raise ValueError(f"block_size must be at least 1, not {block_size}")
+    starts = range(0, len(items), block_size)
     data_key = items_fingerprint(items)
-    for reducer in reducers:
+    versions = [reducer_version(r) for r in reducers]
+
+    def path(r: int, b: int) -> Path:
+        return entry_path(cache_dir, reducers[r].name, encoder.fingerprint, data_key, reducers[r].key,
+                          f"block {b} of {len(starts)} x {block_size}", version=versions[r])
+
+    results = [[None] * len(starts) for _ in reducers]  # [reducer][block]
+
+    def missing(blocks) -> list[int]:
         if cache_dir is not None:
-            path = entry_path(cache_dir, reducer.name, encoder.fingerprint, data_key, reducer.key,
-                              version=reducer_version(reducer))
-            paths[id(reducer)] = path
-            cached = load_result(path)
-            if cached is not None:
-                reducer.load(cached)
-                continue
-        todo.append(reducer)
-    if not todo:
-        return reducers
-    bar = tqdm(total=len(items), desc=f"attention of {encoder.name}", unit="input", disable=not progress)
-    for prepared, attn, valid in encoder.attention_batches(map(_as_item, items), batch_size):
-        batch = Batch.build(attn, valid, prepared, encoder.cls_token, encoder.sep_token)
-        for reducer in todo:
-            reducer.update(batch)
-        bar.update(len(prepared))
-    bar.close()
-    for reducer in todo:
-        if cache_dir is not None:
-            save_result(paths[id(reducer)], reducer.result())
+            for r in range(len(reducers)):
+                for b in blocks:
+                    if results[r][b] is None:
+                        results[r][b] = load_result(path(r, b))
+        return [b for b in blocks if any(results[r][b] is None for r in range(len(reducers)))]
+
+    def compute(blocks: list[int], label: str) -> None:
+        if not blocks:
+            return
+        total = sum(min(block_size, len(items) - starts[b]) for b in blocks)
+        with tqdm(total=total, desc=f"attention of {encoder.name}{label}", unit="input",
+                  disable=not progress) as bar:
+            for b in blocks:
+                todo = [r for r in range(len(reducers)) if results[r][b] is None]
+                start = starts[b]
+                block = _pass(encoder, items[start:start + block_size], start, [reducers[r] for r in todo],
+                              batch_size, bar)
+                for r, result in zip(todo, block):
+                    results[r][b] = result
+                    if cache_dir is not None:
+                        save_result(path(r, b), result)
+
+    rank, world = process_group() if cache_dir is not None else (0, 1)
+    compute(missing(range(rank, len(starts), world)), f" (process {rank + 1} of {world})" if world > 1 else "")
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()  # every process has written its blocks
+    compute(missing(range(len(starts))), "")  # none, unless a process's cache is not shared
+    for reducer, blocks in zip(reducers, results):
+        reducer.load(reducer.merge(blocks) if len(blocks) > 1 else blocks[0])
     return reducers

@@ -72,6 +72,24 @@ def encoder_layers(model: nn.Module) -> nn.ModuleList:
                      "edit_attention works with BERT-family encoders (BERT, RoBERTa, ELECTRA, DistilBERT)")
 
 
+VALUE_NAMES = ("value", "v_lin")  # BERT, RoBERTa, ELECTRA; DistilBERT
+
+
+def value_projection(model: nn.Module, layer: int) -> nn.Linear:
+    """The linear map [.., hidden] -> [.., hidden] that makes layer `layer`'s (0-based) value vectors, every
+    head's side by side (head h: columns h * hidden / n_heads onwards): `attention.self.value` in BERT, RoBERTa
+    and ELECTRA, `attention.v_lin` in DistilBERT."""
+    layers = encoder_layers(model)
+    if not 0 <= layer < len(layers):
+        raise ValueError(f"layer is 0-based here: this model has layers 0-{len(layers) - 1}; got {layer}")
+    found = [m for name, m in layers[layer].named_modules()
+             if name.rsplit(".", 1)[-1] in VALUE_NAMES and isinstance(m, nn.Linear)]
+    if len(found) != 1:
+        raise ValueError(f"found {len(found)} value projections named {' or '.join(VALUE_NAMES)} in layer {layer} of "
+                         f"{type(model).__name__}; value_projection knows BERT, RoBERTa, ELECTRA and DistilBERT")
+    return found[0]
+
+
 @contextmanager
 def edit_attention(model: nn.Module, edit: Edit) -> Iterator[nn.Module]:
     """Run `model` with `edit(layer, probs)` applied to every self-attention layer's probabilities."""

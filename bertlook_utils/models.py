@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import socket
+import warnings
+import zipfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -95,6 +98,7 @@ class Encoder:
                 "BERTLook needs a BERT-family encoder such as BERT, RoBERTa, DistilBERT or ELECTRA")
         self.cls_token, self.sep_token = tok.cls_token, tok.sep_token
         self._uses_token_types = "token_type_ids" in tok.model_input_names
+        self._space_before_words = _splits_words_at_spaces(tok)
 
     def __repr__(self) -> str:
         return f"Encoder({self.name!r}, {self.n_layers} layers x {self.n_heads} heads)"
@@ -111,14 +115,18 @@ class Encoder:
                 if not self.tokenizer.tokenize(word):
                     raise ValueError(f"{'the word ' if pre_split else 'text ' + which + ' '}{word!r} gives no "
                                      f"wordpieces with {self.name}'s tokenizer; drop it or replace it before encoding")
-        enc = self.tokenizer(*parts, is_split_into_words=pre_split, return_offsets_mapping=not pre_split,
+        spelled = parts
+        if pre_split and self._space_before_words:  # spell each later word as it follows a space in running text
+            spelled = [[w if i == 0 else " " + w for i, w in enumerate(part)] for part in parts]
+        enc = self.tokenizer(*spelled, is_split_into_words=pre_split, return_offsets_mapping=not pre_split,
                              add_special_tokens=True, truncation=False)
         ids = enc["input_ids"]
         if len(ids) > self.max_tokens:
             raise ValueError(f"the input has {len(ids)} tokens but {self.name} accepts at most {self.max_tokens}; "
                              "shorten the text or split it into pieces")
-        tokens = self.tokenizer.convert_ids_to_tokens(ids)
         seq_ids, local_word_ids = enc.sequence_ids(), enc.word_ids()
+        self._warn_if_unknown(ids, seq_ids)
+        tokens = self.tokenizer.convert_ids_to_tokens(ids)
         word_ids, words, segment_ids, index = [], [], [], {}
         for pos, (seq, local) in enumerate(zip(seq_ids, local_word_ids)):
             if seq is None or local is None:  # a special token is a word of its own
@@ -142,6 +150,17 @@ class Encoder:
                 words[w] = parts[seq][start:end]
         type_ids = enc["token_type_ids"] if "token_type_ids" in enc else segment_ids
         return _Prepared(ids, list(type_ids), tokens, word_ids, words, segment_ids)
+
+    def _warn_if_unknown(self, ids: Sequence[int], seq_ids: Sequence[int | None]) -> None:
+        """UserWarning when every token of text a or b is the unknown token: the vocabulary misses its script."""
+        unk = self.tokenizer.unk_token_id
+        for seq, which in enumerate("ab"):
+            part = [i for i, s in zip(ids, seq_ids) if s == seq]
+            if unk is not None and part and all(i == unk for i in part):
+                warnings.warn(f"every word of text {which} is the unknown token {self.tokenizer.unk_token!r}: "
+                              f"{self.name}'s tokenizer does not cover this script or these symbols, so the "
+                              "attention maps say nothing about the words; use a model whose vocabulary covers them",
+                              UserWarning, stacklevel=3)
 
     # -- forward passes -----------------------------------------------------------------------------
     def attention_batches(self, items: Iterable[Item], batch_size: int = 16
@@ -196,6 +215,14 @@ class Encoder:
                               attn[i, :, :, :n, :n].numpy().copy(), self.cls_token, self.sep_token)
 
 
+def _splits_words_at_spaces(tokenizer) -> bool:
+    """True when a pre-split word is tokenized unlike the same word after a space in running text (byte-level
+    BPE without add_prefix_space: "Ġcat" in text, "cat" alone), so pre-split words need a leading space."""
+    text = tokenizer("a b", add_special_tokens=False)["input_ids"]
+    words = tokenizer(["a", "b"], is_split_into_words=True, add_special_tokens=False)["input_ids"]
+    return text != words
+
+
 def _check_text(text: Text, which: str) -> Text:
     if isinstance(text, str):
         if not text.strip():
@@ -235,11 +262,49 @@ def file_sha256(path: Path) -> str:
     return _sha256(str(path), stat.st_size, stat.st_mtime)
 
 
-def _weights_fingerprint(folder: Path) -> str:
+def _weight_files(folder: Path) -> list[Path]:
+    """The weight files of a model folder (safetensors or PyTorch .bin, possibly sharded), sorted."""
     files = sorted(p for pattern in ("*.safetensors", "*.bin") for p in folder.glob(pattern))
     if not files:
-        raise FileNotFoundError(f"{folder} holds no weights (model.safetensors or pytorch_model.bin)")
-    return hashlib.sha256("".join(file_sha256(p) for p in files).encode()).hexdigest()
+        raise FileNotFoundError(f"{folder} holds no weights (model.safetensors or pytorch_model.bin): save the "
+                                "model into it with model.save_pretrained(folder) or download its weights")
+    return files
+
+
+def _weights_fingerprint(folder: Path) -> str:
+    return hashlib.sha256("".join(file_sha256(p) for p in _weight_files(folder)).encode()).hexdigest()
+
+
+def _check_folder(folder: Path) -> None:
+    """Raise before loading unless `folder` has a readable config.json, readable weights and tokenizer files."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if not isinstance(config, dict):
+            raise ValueError("it is not a JSON object")
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{folder / 'config.json'} cannot be read as a model configuration ({error}); save the "
+                         "model again with model.save_pretrained(folder)") from error
+    for path in _weight_files(folder):
+        if not _readable_weights(path):
+            raise OSError(f"the weights file {path} is truncated or corrupt ({path.stat().st_size} bytes); "
+                          "download it or save the model again")
+    if not any((folder / f).exists() for f in TOKENIZER_FILES):
+        raise FileNotFoundError(f"{folder} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
+                                "save the tokenizer beside the model with tokenizer.save_pretrained(folder)")
+
+
+def _readable_weights(path: Path) -> bool:
+    """Whether a weights file's index is intact: a safetensors header covering the file, or a .bin's zip
+    directory (reads only the header or the directory, not the tensors)."""
+    if path.suffix == ".bin":
+        return zipfile.is_zipfile(path)
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt"):
+            return True
+    except SafetensorError:
+        return False
 
 
 def _hub_reachable(timeout: float = 2.0) -> bool:
@@ -295,6 +360,16 @@ def _max_tokens(model, tokenizer) -> int:
     return min(limit, tok_limit) if tok_limit and tok_limit < 100_000 else limit
 
 
+def _check_loaded(name: str, info: dict) -> None:
+    """Raise if the checkpoint lacked weights the encoder needs (transformers would initialise them at random).
+    The pooler is not needed: it plays no part in the attention."""
+    missing = [key for key in info["missing_keys"] if "pooler" not in key.split(".")]
+    if missing:
+        raise ValueError(f"{name}: {len(missing)} weights of the model are missing from its checkpoint "
+                         f"(e.g. {', '.join(sorted(missing)[:3])}), so they would be random; the weights file "
+                         "belongs to another architecture or is incomplete: save the model again")
+
+
 def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
     """Load an encoder with eager attention in eval mode.
 
@@ -304,9 +379,7 @@ def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
     from transformers.utils import logging as hf_logging
 
     name, folder = _resolve(name_or_path)
-    if not any((folder / f).exists() for f in TOKENIZER_FILES):
-        raise FileNotFoundError(f"{folder} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
-                                "save the tokenizer beside the model with tokenizer.save_pretrained(folder)")
+    _check_folder(folder)
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()  # the weight-loading progress bar and notices are noise here
     hf_logging.disable_progress_bar()
@@ -314,10 +387,12 @@ def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
         tokenizer = AutoTokenizer.from_pretrained(folder)
         if not tokenizer.is_fast:
             raise ValueError(f"{name}: BERTLook needs a fast tokenizer (tokenizer.json) to align words")
-        model = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+        model, info = AutoModel.from_pretrained(folder, attn_implementation="eager", output_loading_info=True)
     finally:
         hf_logging.set_verbosity(verbosity)
         if bars:
             hf_logging.enable_progress_bar()
+    _check_loaded(name, info)
+    model.eval()
     fingerprint = DEFAULT_SHA256 if name_or_path is None else _weights_fingerprint(folder)
     return Encoder(name, model, tokenizer, fingerprint, _max_tokens(model, tokenizer))

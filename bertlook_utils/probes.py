@@ -519,7 +519,6 @@ def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors
         if cached is not None:
             return _results(cached, heldout, vectors)
     gold = [np.asarray(s.heads) for s in heldout]
-    punct = [np.asarray(s.is_punct, dtype=bool) for s in heldout]
     vecs = {"train": [word_vectors(s.words, vectors, encoder) for s in selection],
             "test": [word_vectors(s.words, vectors, encoder) for s in heldout]}
     names = [m[0] for m in MODELS]

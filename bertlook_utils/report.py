@@ -1,9 +1,10 @@
 """Paper vs this run: the comparison tables the notebooks end with, and build/report.md.
 
-    python -m bertlook_utils.report --out build/report.md [--model NAME_OR_FOLDER] [--segments 1000]
+    python -m bertlook_utils.report --out build/report.md [--model NAME_OR_FOLDER ...] [--segments 1000]
 
 Each `*_comparison` returns a DataFrame (quantity, paper, this run, note) built from analysis results;
-the notebooks print it and the report collects every table. Layers of a model with fewer layers than
+the notebooks print it and the report collects every table. Given several models (`--model default
+--model /data/bert-base-uncased`), the report puts their numbers side by side (`side_by_side`). Layers of a model with fewer layers than
 BERT-base are compared by relative depth (BERT-base layers 6-10 of 12 ~ layers 3-5 of 6).
 """
 from __future__ import annotations
@@ -90,38 +91,68 @@ def entropy_comparison(result: SurfaceResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["quantity", "paper", "this run", "note"])
 
 
+def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One comparison table per model (same quantities, in the same order) -> quantity, paper, one column per
+    model, note (each model's note, labelled by the model, when the notes differ)."""
+    if not tables:
+        raise ValueError("no tables to put side by side")
+    first = next(iter(tables.values()))
+    for name, table in tables.items():
+        if list(table["quantity"]) != list(first["quantity"]):
+            raise ValueError(f"the table of {name} lists other quantities than the first table")
+    out = first[["quantity", "paper"]].copy()
+    for name, table in tables.items():
+        out[name] = table["this run"].to_numpy()
+    notes = []
+    for row in range(len(first)):
+        by_model = {name: table["note"].iloc[row] for name, table in tables.items() if table["note"].iloc[row]}
+        distinct = set(by_model.values())
+        notes.append(distinct.pop() if len(distinct) == 1 and len(by_model) == len(tables)
+                     else "; ".join(f"{name}: {note}" for name, note in by_model.items()))
+    out["note"] = notes
+    return out
+
+
 def markdown(table: pd.DataFrame) -> str:
     """A DataFrame as a GitHub markdown table (no extra dependency)."""
     header = "| " + " | ".join(table.columns) + " |"
     rule = "|" + "|".join("---" for _ in table.columns) + "|"
-    body = ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    body = ["| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |" for row in table.itertuples(index=False)]
     return "\n".join([header, rule, *body])
 
 
-def build_report(model: str | None = None, n_segments: int = 1000, seed: int = 0) -> str:
-    """The report's markdown: every headline number of this run beside the paper's."""
+def build_report(models: list[str | None] | None = None, n_segments: int = 1000, seed: int = 0) -> str:
+    """The report's markdown: every headline number of each model (None: the embedded default) beside the
+    paper's, one column per model."""
     from . import load_encoder, surface
     from .corpora import make_segments
 
-    encoder = load_encoder(model)
-    segments = make_segments(encoder.tokenizer, n_segments, seed)
-    result = surface.analyse(encoder, segments)
+    surfaces, entropies, described = {}, {}, []
+    for model in models or [None]:
+        encoder = load_encoder(model)
+        if encoder.name in surfaces:
+            raise ValueError(f"{encoder.name} is given twice; compare two different models")
+        result = surface.analyse(encoder, make_segments(encoder.tokenizer, n_segments, seed))
+        surfaces[encoder.name] = surface_comparison(result)
+        entropies[encoder.name] = entropy_comparison(result)
+        described.append(f"**{encoder.name}** ({encoder.n_layers} layers × {encoder.n_heads} heads)")
+
     lines = [
         "# BERTLook report: paper vs this run",
         "",
-        f"Generated {datetime.date.today().isoformat()} by `make run`. Model: **{encoder.name}** "
-        f"({encoder.n_layers} layers × {encoder.n_heads} heads); the papers used {paper.PAPER_MODEL}. "
+        f"Generated {datetime.date.today().isoformat()} by `make run`. "
+        f"Model{'s' if len(described) > 1 else ''}: {', '.join(described)}; the papers used {paper.PAPER_MODEL}. "
         f"Data: {n_segments} segments `[CLS] A [SEP] B [SEP]` (≤ 128 wordpieces, seed {seed}) from the "
-        "Wikipedia articles shipped with gensim; Clark et al. used their own Wikipedia sample. Numbers are "
-        "comparable in kind (same definitions), not in value: the model differs.",
+        "Wikipedia articles shipped with gensim, cut with each model's own tokenizer; Clark et al. used their "
+        "own Wikipedia sample. Numbers are comparable in kind (same definitions), not in value: the models differ.",
         "",
         f"## Surface attention ({paper.CLARK}, §3, Fig 1-2; notebook 01)",
         "",
-        markdown(surface_comparison(result)),
+        markdown(side_by_side(surfaces)),
         "",
         f"## Entropy ({paper.CLARK}, §3.3, Fig 4; notebook 03)",
         "",
-        markdown(entropy_comparison(result)),
+        markdown(side_by_side(entropies)),
         "",
     ]
     return "\n".join(lines)
@@ -130,11 +161,14 @@ def build_report(model: str | None = None, n_segments: int = 1000, seed: int = 0
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build/report.md"))
-    parser.add_argument("--model", default=None, help="Hugging Face name or local folder (default: the embedded model)")
+    parser.add_argument("--model", action="append", default=[],
+                        help="Hugging Face name or local folder; 'default' (or nothing) is the embedded model; "
+                             "give it twice to put two models side by side")
     parser.add_argument("--segments", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    text = build_report(args.model or None, args.segments, args.seed)
+    models = [None if m in ("", "default") else m for m in args.model] or [None]
+    text = build_report(models, args.segments, args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(f"wrote {args.out}")

@@ -52,15 +52,23 @@ class _MeanOverInputs(Reducer):
         self.count += next(iter(per_input.values())).shape[0]
 
     def result(self) -> dict[str, np.ndarray]:
+        """Sums over inputs ([L, H] per column) and `count`: summable across blocks."""
+        if not self.count:
+            raise ValueError(f"{self.name}: no inputs were seen")
+        return {**{name: self.sums[name] for name in self.columns}, "count": np.array(self.count)}
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.sums = {name: result[name] for name in self.columns}
+        self.count = int(result["count"])
+
+    def means(self) -> dict[str, np.ndarray]:
+        """column -> [L, H] mean over inputs."""
         if not self.count:
             raise ValueError(f"{self.name}: no inputs were seen")
         return {name: self.sums[name] / self.count for name in self.columns}
 
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.sums, self.count = dict(result), 1
-
     def frame(self) -> pd.DataFrame:
-        return head_frame(self.result())
+        return head_frame(self.means())
 
 
 class TokenStats(_MeanOverInputs):
@@ -200,7 +208,10 @@ def vig_scores(encodeds: Iterable[Encoded]) -> pd.DataFrame:
     judgement, so `other_words` only bounds it: a head scoring high there is worth looking at."""
     scores = []
     for enc in encodeds:
-        check_attention(np.asarray(enc.attn))
+        attn, n = np.asarray(enc.attn), enc.n_tokens
+        if attn.ndim != 4 or attn.shape[2:] != (n, n):
+            raise ValueError(f"attn must be [layers, heads, {n}, {n}] for {n} tokens, got {attn.shape}")
+        check_attention(attn)
         scores.append(_vig_one(enc))
     if not scores:
         raise ValueError("vig_scores needs at least one input")

@@ -20,6 +20,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
+from .extract import check_attention
 from .intervals import bootstrap_interval
 from .models import Encoder
 from .parses import POSSESSIVE_MARKERS, Sentence, split_halves, to_conllu
@@ -45,15 +46,27 @@ class ParsedAttention:
     id: str = ""
 
     def __post_init__(self):
-        self.heads = np.asarray(self.heads, dtype=np.int64)
+        heads = np.asarray(self.heads)
+        if heads.ndim != 1 or (heads.size and not np.issubdtype(heads.dtype, np.integer)):
+            raise ValueError(f"sentence {self.id!r}: heads must be a flat list of integers (0 = ROOT, i = the i-th "
+                             f"word), got {heads.dtype} of shape {heads.shape}")
+        self.heads = heads.astype(np.int64)
+        self.word_attn = np.asarray(self.word_attn)
         n = len(self.heads)
         if self.word_attn.ndim != 4 or self.word_attn.shape[2:] != (n + 2, n + 2):
-            raise ValueError(f"word_attn must be [layers, heads, {n + 2}, {n + 2}] for {n} words plus [CLS] and "
-                             f"[SEP], got {self.word_attn.shape}")
+            raise ValueError(f"sentence {self.id!r}: word_attn must be [layers, heads, {n + 2}, {n + 2}] for {n} "
+                             f"words plus [CLS] and [SEP], got {self.word_attn.shape}")
         if not (len(self.relations) == len(self.words) == len(self.is_punct) == n):
-            raise ValueError("heads, relations, words and is_punct must have one entry per word")
+            raise ValueError(f"sentence {self.id!r}: heads, relations, words and is_punct must have one entry per "
+                             f"word; got {n} heads, {len(self.relations)} relations, {len(self.words)} words and "
+                             f"{len(self.is_punct)} is_punct flags")
         if n and (self.heads.min() < 0 or self.heads.max() > n):
-            raise ValueError(f"heads must be 0 (ROOT) or a 1-based word index up to {n}")
+            raise ValueError(f"sentence {self.id!r}: heads must be 0 (ROOT) or a 1-based word index up to {n}, "
+                             f"got values from {self.heads.min()} to {self.heads.max()}")
+        try:
+            check_attention(self.word_attn)
+        except ValueError as error:
+            raise ValueError(f"sentence {self.id!r}: word_attn is not word-level attention: {error}") from None
 
 
 # -- alignment ------------------------------------------------------------------------------------
@@ -265,6 +278,9 @@ def split_scores(scores: HeadScores, sentences: Sequence[Sentence]) -> tuple[Hea
 
 
 def _as_scores(examples, offsets: Sequence[int] = OFFSETS) -> HeadScores:
+    if isinstance(examples, ParsedAttention):
+        raise TypeError("examples must be a list of ParsedAttention objects or HeadScores; wrap a single "
+                        "sentence in a list")
     return examples if isinstance(examples, HeadScores) else score_examples(examples, offsets)
 
 
@@ -279,6 +295,10 @@ def accuracy_grid(scores: HeadScores, relation: str = "all") -> np.ndarray:
 
 
 def _relations(scores: HeadScores, relations: Sequence[str] | None, min_n: int) -> list[str]:
+    if isinstance(relations, str):
+        raise TypeError(f"relations must be a list of relation names, e.g. [{relations!r}], not a string")
+    if relations is not None and not len(relations):
+        raise ValueError("relations is empty; pass None for every relation with at least min_n dependents")
     if relations is None:
         counts = scores.relation_counts()
         relations = ["all"] + [r for r, c in counts.items() if c >= min_n]
@@ -305,6 +325,8 @@ def head_accuracy(examples, relations: Sequence[str] | None = None, min_n: int =
 
     examples: ParsedAttention objects or HeadScores. Relations with fewer than `min_n` dependents are left
     out; "all" counts every dependent whose gold head is a word."""
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1 (bootstrap resamples), not {n_boot}")
     scores = _as_scores(examples)
     rows = []
     for relation in _relations(scores, relations, min_n):
@@ -320,6 +342,8 @@ def offset_baseline(examples, offsets: Sequence[int] = OFFSETS, relations: Seque
     """The best fixed offset per relation (plus "all"): relation, offset, accuracy (fraction), n.
     Predicting the word at `offset` from the dependent; ties go to the offset listed first."""
     offsets = tuple(int(o) for o in offsets)
+    if not offsets:
+        raise ValueError("offsets is empty; give at least one offset, e.g. syntax.OFFSETS")
     scores = _as_scores(examples, offsets)
     missing = set(offsets) - set(scores.offsets)
     if missing:

@@ -44,13 +44,23 @@ def head_label(layer: int, head: int) -> str:
     return f"{layer}-{head}"
 
 
+def head_map(enc: Encoded, layer: int, head: int) -> np.ndarray:
+    """The map [n_tokens, n_tokens] of one head, `layer` and `head` 1-indexed; a ValueError that gives the
+    model's ranges for a head it does not have (never a silent wrap-around: layer 0 is not the last layer)."""
+    n_layers, n_heads = enc.attn.shape[:2]
+    if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
+        raise ValueError(f"layer and head are 1-indexed: this model has layers 1-{n_layers} and heads 1-{n_heads}; "
+                         f"got layer {layer}, head {head}")
+    return enc.attn[layer - 1, head - 1]
+
+
 def plot_head(enc: Encoded, layer: int, head: int, ax=None, max_tokens: int | None = 40, title: str | None = None,
               vmax: float | None = 1.0):
     """Heatmap of one head (layer, head 1-indexed) with token labels; rows = from, columns = to.
     vmax=None scales the colours to the largest weight shown (for broad heads)."""
-    ax = ax or plt.subplots(figsize=(6, 5.5))[1]
     n = enc.n_tokens if max_tokens is None else min(max_tokens, enc.n_tokens)
-    attn = enc.attn[layer - 1, head - 1, :n, :n]
+    attn = head_map(enc, layer, head)[:n, :n]
+    ax = ax or plt.subplots(figsize=(6, 5.5))[1]
     ax.imshow(attn, cmap=ATTENTION_CMAP, vmin=0, vmax=vmax if vmax is not None else attn.max(), interpolation="nearest")
     ax.set_xticks(range(n), enc.tokens[:n], rotation=90, fontsize=8)
     ax.set_yticks(range(n), enc.tokens[:n], fontsize=8)
@@ -65,9 +75,10 @@ def plot_lines(enc: Encoded, layer: int, head: int, ax=None, start: int = 0, sto
                title: str | None = None, min_weight: float = 0.02):
     """Clark et al. Fig 1 style: tokens in two columns, a line from each token (left) to the tokens it
     attends to (right), darker for more weight. Shows tokens [start, stop)."""
+    attn = head_map(enc, layer, head)
     ax = ax or plt.subplots(figsize=(3, 0.23 * ((stop or enc.n_tokens) - start) + 0.6))[1]
     stop = enc.n_tokens if stop is None else min(stop, enc.n_tokens)
-    attn = enc.attn[layer - 1, head - 1, start:stop, start:stop]
+    attn = attn[start:stop, start:stop]
     n = stop - start
     for i in range(n):
         for j in range(n):

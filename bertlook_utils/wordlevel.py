@@ -16,7 +16,8 @@ FROM_MODES = ("mean", "first", "max")
 
 
 def word_matrix(word_ids: Sequence[int]) -> np.ndarray:
-    """One-hot [n_tokens, n_words] alignment; word ids must be 0, 1, ... in order of first appearance."""
+    """One-hot [n_tokens, n_words] alignment; word ids must use every number 0 .. n_words-1 (the encoder
+    gives them in order of first appearance; any order works)."""
     ids = np.asarray(word_ids)
     if ids.ndim != 1 or ids.size == 0:
         raise ValueError("word_ids must be a non-empty list of integers, one per token")

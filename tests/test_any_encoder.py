@@ -97,9 +97,21 @@ def test_statistics_have_one_row_per_head_and_batching_changes_nothing(model_fol
     assert (entropy["entropy"] > 0).all() and np.isfinite(entropy["cls_entropy"]).all()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: byte-level BPE needs add_prefix_space=True for pre-split words")
 def test_roberta_pre_split_words_tokenize_as_in_running_text(model_folders):
-    """Known problem, kept visible until it is fixed: without add_prefix_space a pre-split "cat" is tokenized as
-    at the start of a text ("cat"), not as in running text ("\u0120cat")."""
+    """Byte-level BPE spells a word after a space with "\u0120" ("\u0120cat"); a pre-split word must get the
+    same tokens as in running text, not those of a text-initial word ("cat"), in both texts of a pair, while
+    the first word of each text stays as the tokenizer spells it in running text."""
     encoder = load_encoder(model_folders["roberta"][0])
     assert encoder.encode(WORDS[:3]).tokens == encoder.encode(" ".join(WORDS[:3])).tokens
+    split = encoder.encode(["The", "cat", "sat"], ["It", "purrs", "loudly"])
+    text = encoder.encode("The cat sat", "It purrs loudly")
+    assert split.tokens == text.tokens and split.word_ids == text.word_ids and split.words == text.words
+    assert split.tokens[1] == "The" and "\u0120cat" in "".join(split.tokens)
+    np.testing.assert_allclose(split.attn, text.attn, atol=1e-6)
+
+
+def test_wordpiece_pre_split_words_get_no_extra_spaces(model_folders):
+    """WordPiece ignores spaces, so its pre-split words are passed through unchanged."""
+    encoder = load_encoder(model_folders["distilbert"][0])
+    assert not encoder._space_before_words
+    assert encoder.encode(WORDS).tokens == encoder.encode(" ".join(WORDS)).tokens

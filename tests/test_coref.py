@@ -207,8 +207,8 @@ def test_reducer_rejects_words_that_are_not_the_passage():
 def test_real_encoder_streaming_equals_one_passage_at_a_time(encoder):
     passages = corefdata.generate(3, seed=7)
     reducer = coref.AntecedentAttention(passages)
-    coref.reduce(encoder, [p.words for p in passages], [reducer], batch_size=2, cache_dir=None, progress=False)
-    reducer.result()
+    coref.reduce(encoder, [p.words for p in passages], [reducer], batch_size=2, cache_dir=None, progress=False,
+                 block_size=2)  # two blocks, merged
     full = [coref.antecedent_attention(coref.word_attention(encoder, p), p, width=reducer.width) for p in passages]
     single = np.concatenate(full)
     assert single.shape[:3] == (len(coref.mention_table(passages)), encoder.n_layers, encoder.n_heads)

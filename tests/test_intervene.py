@@ -260,3 +260,15 @@ def test_other_bert_family_encoders(family):
     torch.testing.assert_close(edited[:, 0], (valid.float() / valid.sum(1, keepdim=True))[:, None].expand(3, 9, 9))
     torch.testing.assert_close(edited[:, 1], base.attentions[1][:, 1], rtol=0, atol=0)
     assert model.config._attn_implementation == "eager" and not intervene._ACTIVE
+
+
+def test_value_projection_is_the_layers_value_map_in_bert_and_distilbert():
+    from transformers import DistilBertConfig, DistilBertModel
+
+    bert = tiny_bert()
+    assert intervene.value_projection(bert, 1) is bert.encoder.layer[1].attention.self.value
+    distil = DistilBertModel(DistilBertConfig(vocab_size=40, dim=16, n_layers=2, n_heads=2, hidden_dim=32))
+    assert intervene.value_projection(distil, 0) is distil.transformer.layer[0].attention.v_lin
+    for bad in (2, -1):
+        with pytest.raises(ValueError, match="layers 0-1; got"):
+            intervene.value_projection(bert, bad)

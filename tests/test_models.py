@@ -146,7 +146,9 @@ def test_an_input_longer_than_512_tokens_is_rejected(encoder):
 
 
 def test_a_pair_too_long_together_is_rejected(encoder):
-    with pytest.raises(ValueError, match="512"):
+    """Each text fits alone; together (300 + 300 words + [CLS] and two [SEP]) they do not."""
+    encoder.encode("word " * 300)
+    with pytest.raises(ValueError, match=r"the input has 603 tokens but .* at most 512; .*split it into pieces"):
         encoder.encode("word " * 300, "word " * 300)
 
 

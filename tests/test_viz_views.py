@@ -101,6 +101,15 @@ def test_bad_layer_or_head_raises(pair, kwargs):
         viz.head_view(pair, **kwargs)
 
 
+@pytest.mark.parametrize("layer, head", [(0, 1), (3, 1), (1, 0), (1, 4), (-1, 2)])
+@pytest.mark.parametrize("draw", [viz.plot_head, viz.plot_lines])
+def test_static_head_figures_reject_a_head_the_model_lacks(pair, draw, layer, head):
+    """2 layers x 3 heads: layer 0 must not silently draw the last layer (index -1), head 4 is not there."""
+    with pytest.raises(ValueError, match=r"layers 1-2 and heads 1-3; got layer"):
+        draw(pair, layer, head)
+    np.testing.assert_array_equal(viz.head_map(pair, 2, 3), pair.attn[1, 2])
+
+
 def test_cdn_markers_must_be_found():
     with pytest.raises(RuntimeError, match="BertViz's HTML changed"):
         viz.offline_document("<div id='vis'></div><script>requirejs(['d3'], function () {});</script>")

@@ -1,0 +1,110 @@
+"""Fill the cache from the command line: alone, or sharded across processes by an existing launcher.
+
+    python -m bertlook_utils.cli extract --segments 1000                          # one process
+    torchrun --standalone --nproc_per_node=2 -m bertlook_utils.cli extract --segments 1000
+    torchrun --nnodes=2 --node_rank=R --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 --nproc_per_node=2 \\
+        -m bertlook_utils.cli extract --cache-dir /shared/cache ...               # machines sharing a cache
+
+Under a launcher every process joins a gloo process group; `extract.reduce` then gives process r of w the
+blocks b with b % w == r, writes them into the shared cache and waits for the others, and every process
+merges the same blocks. The notebooks (and `make run`) afterwards find every result in the cache. Each
+process prints its time, throughput and peak memory.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from .cache import DEFAULT_CACHE_DIR
+from .extract import BLOCK_SIZE
+
+ANALYSES = ("surface", "clustering")
+
+
+def read_items(path: Path) -> list:
+    """A JSON list whose items are texts or [a, b] pairs of texts."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, list) or not data:
+        raise SystemExit(f"{path}: expected a non-empty JSON list of texts or [a, b] pairs")
+    items = []
+    for i, item in enumerate(data):
+        if isinstance(item, str):
+            items.append(item)
+        elif isinstance(item, list) and len(item) == 2 and all(isinstance(t, str) for t in item):
+            items.append(tuple(item))
+        else:
+            raise SystemExit(f"{path}: item {i} is neither a text nor an [a, b] pair of texts: {item!r:.80}")
+    return items
+
+
+def _segments(tokenizer, n: int, seeds: list[int], cache_dir: Path) -> list:
+    """`n` segments for each seed, one seed after the other (the corpus gives about 3,500 per seed)."""
+    from .corpora import make_segments
+
+    return [s for seed in seeds for s in make_segments(tokenizer, n, seed, cache_dir=cache_dir)]
+
+
+def _join_launcher() -> tuple[int, int]:
+    """Join the process group a launcher (torchrun, accelerate launch) describes; (rank, world size)."""
+    import torch.distributed as dist
+
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group("gloo", timeout=timedelta(hours=2))
+    from .extract import process_group
+
+    return process_group()
+
+
+def extract(args: argparse.Namespace) -> None:
+    import torch.distributed as dist
+
+    from . import clustering, load_encoder, surface
+
+    rank, world = _join_launcher()
+    encoder = load_encoder(args.model)
+    if rank > 0:
+        dist.barrier()  # process 1 builds (and caches) the inputs first
+    items = read_items(args.items) if args.items else _segments(encoder.tokenizer, args.segments, args.seeds,
+                                                                  args.cache_dir)
+    if rank == 0 and world > 1:
+        dist.barrier()
+    options = dict(cache_dir=args.cache_dir, batch_size=args.batch_size, block_size=args.block_size,
+                   progress=rank == 0)
+    started = time.perf_counter()
+    for name in args.analyses:
+        if name == "surface":
+            surface.analyse(encoder, items, **options)
+        else:
+            clustering.analyse(encoder, items, **options)
+    seconds = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"process {rank + 1} of {world}: {' + '.join(args.analyses)} of {encoder.name} over {len(items)} inputs "
+          f"in {seconds:.1f} s ({len(items) / seconds:.1f} inputs/s), peak memory {peak_mb:.0f} MB", flush=True)
+    if world > 1:
+        dist.destroy_process_group()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bertlook_utils.cli", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("extract", help="stream attention through an analysis's reducers into the cache")
+    run.add_argument("--model", default=os.environ.get("BERTLOOK_MODEL") or None,
+                     help="Hugging Face name or local folder (default: $BERTLOOK_MODEL, else the embedded model)")
+    run.add_argument("--analyses", nargs="+", choices=ANALYSES, default=["surface"])
+    run.add_argument("--segments", type=int, default=1000, help="segments per seed (default 1000)")
+    run.add_argument("--seeds", type=int, nargs="+", default=[0])
+    run.add_argument("--items", type=Path, help="a JSON list of texts or [a, b] pairs, instead of segments")
+    run.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    run.add_argument("--batch-size", type=int, default=32)
+    run.add_argument("--block-size", type=int, default=BLOCK_SIZE)
+    args = parser.parse_args(argv)
+    extract(args)
+
+
+if __name__ == "__main__":
+    main()

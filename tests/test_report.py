@@ -1,0 +1,69 @@
+"""report: relative-depth layer mapping, the paper-vs-run tables on synthetic per-head statistics, two models
+side by side, markdown."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bertlook_utils import report
+from bertlook_utils.surface import ENTROPY_COLUMNS, TOKEN_COLUMNS, SurfaceResult
+
+
+def synthetic_result(n_layers: int, prev_heads=(), sink: str = "cls") -> SurfaceResult:
+    """Per-head tables of an n_layers x 2 model: every head puts 0.6 on `sink`, the listed heads 0.7 on the
+    previous token."""
+    rows = [(layer, head) for layer in range(1, n_layers + 1) for head in (1, 2)]
+    tokens = pd.DataFrame(rows, columns=["layer", "head"])
+    for column in TOKEN_COLUMNS:
+        tokens[column] = 0.0
+    tokens[sink] = 0.6
+    for layer, head in prev_heads:
+        tokens.loc[(tokens["layer"] == layer) & (tokens["head"] == head), "prev"] = 0.7
+    entropy = pd.DataFrame(rows, columns=["layer", "head"])
+    for column in ENTROPY_COLUMNS:
+        entropy[column] = 1.0
+    entropy["uniform"] = np.log(128)
+    return SurfaceResult(tokens, entropy, [])
+
+
+def test_by_depth_maps_bert_base_layers_to_the_same_relative_depth():
+    assert report.by_depth(range(6, 11), 12) == [6, 7, 8, 9, 10]
+    assert report.by_depth(range(6, 11), 6) == [3, 4, 5]
+    assert report.by_depth((1,), 2) == [1]
+
+
+def test_surface_comparison_counts_previous_token_heads_and_names_the_sink():
+    table = report.surface_comparison(synthetic_result(6, prev_heads=[(2, 1), (4, 2)]))
+    prev = table.set_index("quantity").loc["heads with > 50 % on the previous token", "this run"]
+    assert prev == "2 (2-1, 4-2)"
+    cls_row = table.set_index("quantity").loc["attention to [CLS] in the middle layers"]
+    assert cls_row["this run"] == "60.0 %" and cls_row["note"] == "this model's sink is [CLS]"
+
+
+def test_two_models_side_by_side_keep_each_models_numbers_and_notes():
+    six = report.surface_comparison(synthetic_result(6, prev_heads=[(2, 1)]))
+    twelve = report.surface_comparison(synthetic_result(12, sink="sep"))
+    both = report.side_by_side({"six": six, "twelve": twelve})
+    assert list(both.columns) == ["quantity", "paper", "six", "twelve", "note"]
+    row = both.set_index("quantity").loc["heads with > 50 % on the previous token"]
+    assert (row["six"], row["twelve"]) == ("1 (2-1)", "0 (none)")
+    sep = both.set_index("quantity").loc["attention to [SEP] in the middle layers"]
+    assert sep["six"] == "0.0 %" and sep["twelve"] == "60.0 %"
+    assert sep["note"] == "six: layers 3-5 here, by relative depth; twelve: layers 6-10 here, by relative depth"
+    assert both.set_index("quantity").loc["attention to [CLS] in the middle layers", "note"] == \
+        "six: this model's sink is [CLS]"
+
+
+def test_side_by_side_rejects_tables_of_other_quantities():
+    surface = report.surface_comparison(synthetic_result(6))
+    entropy = report.entropy_comparison(synthetic_result(6))
+    with pytest.raises(ValueError, match="other quantities"):
+        report.side_by_side({"a": surface, "b": entropy})
+    with pytest.raises(ValueError, match="no tables"):
+        report.side_by_side({})
+
+
+def test_markdown_has_a_header_a_rule_and_one_line_per_row():
+    text = report.markdown(pd.DataFrame({"a": [1, 2], "b": ["x", None]}))
+    assert text.splitlines() == ["| a | b |", "|---|---|", "| 1 | x |", "| 2 |  |"]
