@@ -44,7 +44,7 @@ def surface_comparison(result: SurfaceResult) -> pd.DataFrame:
     middle = by_depth(range(6, 11), n_layers)
     in_middle = tokens["layer"].isin(middle)
     prev, nxt = tokens["prev"] > 0.5, tokens["next"] > 0.5
-    thirds = np.array_split(np.arange(1, n_layers + 1), 3)
+    thirds = [part for part in np.array_split(np.arange(1, n_layers + 1), 3) if len(part)]  # fewer for 1-2 layers
     sinks = []
     for part in thirds:
         means = tokens[tokens["layer"].isin(part)][["cls", "sep", "punct"]].mean()

@@ -67,3 +67,9 @@ def test_side_by_side_rejects_tables_of_other_quantities():
 def test_markdown_has_a_header_a_rule_and_one_line_per_row():
     text = report.markdown(pd.DataFrame({"a": [1, 2], "b": ["x", None]}))
     assert text.splitlines() == ["| a | b |", "|---|---|", "| 1 | x |", "| 2 |  |"]
+
+
+def test_a_two_layer_model_gets_two_thirds_of_the_layers():
+    table = report.surface_comparison(synthetic_result(2, sink="sep"))
+    sinks = table.set_index("quantity").loc["early / middle / deep layers attend most to", "this run"]
+    assert sinks == "1-1: [SEP] 60.0 %; 2-2: [SEP] 60.0 %"
