@@ -140,6 +140,8 @@ def js_distances(encodeds: Iterable[Encoded]) -> np.ndarray:
 
 def head_index(layer: int, head: int, n_heads: int) -> int:
     """Row of head `layer-head` (1-indexed) in the distance matrix."""
+    if layer < 1 or not 1 <= head <= n_heads:
+        raise ValueError(f"layer and head are 1-indexed (heads 1-{n_heads}); got layer {layer}, head {head}")
     return (layer - 1) * n_heads + (head - 1)
 
 
@@ -481,7 +483,7 @@ def comparison(result: ClusterResult, second: ClusterResult | None = None, secon
          f"permutation test, {n_permutations} relabellings"),
         ("heads by behaviour", ", ".join(claims["behaviour_clusters"]), found, claims["thresholds"]),
         ("heads of the same behaviour are close", "clear clusters",
-         "too few labelled heads" if behaviours is None else
+         "no test: it needs two behaviours besides 'other', one with two heads" if behaviours is None else
          f"between/within distance {behaviours.ratio:.2f}, {_p(behaviours.p_value, n_permutations)}",
          "among the labelled heads (not 'other')"),
     ]

@@ -219,6 +219,17 @@ def _batches(examples: Sequence[Example], batch_size: int):
         yield examples[start:start + batch_size]
 
 
+def _hidden_dropout(config) -> float:
+    """The dropout rate on hidden states in a model's config: `hidden_dropout_prob` (BERT, RoBERTa, ELECTRA)
+    or `dropout` (DistilBERT)."""
+    for name in ("hidden_dropout_prob", "dropout"):
+        rate = getattr(config, name, None)
+        if isinstance(rate, (int, float)):
+            return float(rate)
+    raise ValueError(f"{type(config).__name__} names no hidden dropout (hidden_dropout_prob or dropout); finetune "
+                     "works with BERT-family encoders (BERT, RoBERTa, ELECTRA, DistilBERT)")
+
+
 def _cls_states(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
     """[B, hidden]: the last layer's state of the first token ([CLS])."""
     return model(**inputs).last_hidden_state[:, 0]
@@ -279,7 +290,7 @@ def finetune(encoder_name: str | None, data: TaskData, epochs: int = 2, batch_si
     rng = random.Random(seed)
     model = base.model
     head = torch.nn.Linear(model.config.hidden_size, len(data.labels))
-    dropout = torch.nn.Dropout(model.config.hidden_dropout_prob)
+    dropout = torch.nn.Dropout(_hidden_dropout(model.config))
     params = list(model.parameters()) + list(head.parameters())
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
     steps_per_epoch = math.ceil(len(data.train) / batch_size)

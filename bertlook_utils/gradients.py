@@ -301,19 +301,21 @@ class AblationResult:
     def contrast(self, distance: str = "pooled_distance", mode: str = "renormalise") -> pd.DataFrame:
         """Paired per input, for the matched amount: distance after moving mass away from the sinks minus
         distance after moving the same mass between random ordinary tokens, with a 95 % t-interval; `ratio`
-        = mean sink / mean random."""
+        = mean sink / mean random, NaN where the random edit moves the output by less than MIN_DISTANCE (no
+        measurable change to compare with: a ratio of rounding errors can be anything, even negative)."""
         matched = self.frame[(self.frame["amount"] == "matched") & (self.frame["mode"] == mode)]
         wide = matched.pivot_table(index=["scope", "layer", "head", "input"], columns="source", values=distance)
         rows = []
         for key, group in wide.groupby(level=["scope", "layer", "head"], sort=False):
             sink, random = group["sink"].to_numpy(), group["random"].to_numpy()
-            rows.append((*key, sink.mean(), random.mean(), *mean_interval(sink - random),
-                         sink.mean() / random.mean()))
+            ratio = sink.mean() / random.mean() if random.mean() >= MIN_DISTANCE else np.nan
+            rows.append((*key, sink.mean(), random.mean(), *mean_interval(sink - random), ratio))
         return pd.DataFrame(rows, columns=["scope", "layer", "head", "sink", "random", "difference", "low", "high",
                                            "ratio"])
 
 
 CONDITION_COLUMNS = ("source", "amount", "mode")
+MIN_DISTANCE = 1e-5  # a smaller cosine distance is float32 rounding between nearly equal vectors, not a change
 
 
 def _frame_arrays(frame: pd.DataFrame, prefix: str) -> dict[str, np.ndarray]:
@@ -416,8 +418,14 @@ def comparison(result: GradientResult, ablation: AblationResult, mode: str = "re
         return f"{100 * chosen['attention'].mean():.1f} %"
 
     contrast = ablation.contrast(mode=mode)
-    contrast = contrast[contrast["scope"] == "layer"]
-    strongest = contrast.loc[contrast["ratio"].idxmax()]
+    measured = contrast[(contrast["scope"] == "layer") & contrast["ratio"].notna()]
+    if len(measured):
+        strongest = measured.loc[measured["ratio"].idxmax()]
+        moving = (f"{measured['ratio'].min():.1f}x to {measured['ratio'].max():.1f}x the change",
+                  f"pooled embedding, one layer at a time; largest in layer {int(strongest['layer'])}")
+    else:
+        moving = ("no measurable change", f"moving mass between ordinary tokens moved the pooled embedding by "
+                                          f"less than {MIN_DISTANCE:g} in every layer")
     rows = [
         ("gradient on attention to [SEP] ÷ gradient on other tokens", paper.SURFACE["sep_gradient"],
          ratios("sep"), f"per layer, layer 1 first; objective: {result.objective}"),
@@ -427,7 +435,6 @@ def comparison(result: GradientResult, ablation: AblationResult, mode: str = "re
          f"layers {middle[0]}-{middle[-1]} here, by relative depth"),
         ("attention to [CLS] in the middle layers", "small", middle_share("cls"), ""),
         (f"moving the sink mass vs the same mass between ordinary tokens ({mode})", "not tested",
-         f"{contrast['ratio'].min():.1f}x to {contrast['ratio'].max():.1f}x the change",
-         f"pooled embedding, one layer at a time; largest in layer {int(strongest['layer'])}"),
+         *moving),
     ]
     return pd.DataFrame(rows, columns=["quantity", "paper", "this run", "note"])

@@ -96,6 +96,10 @@ def edit_attention(model: nn.Module, edit: Edit) -> Iterator[nn.Module]:
     if not callable(edit):
         raise TypeError("edit must be a function edit(layer, probs) -> probs")
     layers = encoder_layers(model)
+    target = getattr(edit, "layer", None)  # set by the edit factories below
+    if target is not None and not 0 <= target < len(layers):
+        raise ValueError(f"the edit targets layer {target} (0-based) but this model has layers 0-{len(layers) - 1}; "
+                         "the edit would silently do nothing")
     configs = {id(m.config): m.config for m in model.modules() if isinstance(getattr(m, "config", None),
                                                                                PretrainedConfig)}
     entries = {m: (i, edit) for i, layer in enumerate(layers) for m in layer.modules()}
@@ -164,6 +168,7 @@ def uniform_head(layer: int, head: int | None = None, valid: torch.Tensor | None
         out = probs.clone()
         out[:, heads] = (columns / columns.sum(-1, keepdim=True)).expand_as(out[:, heads])
         return out
+    edit.layer = layer  # checked by edit_attention
     return edit
 
 
@@ -190,6 +195,7 @@ def drain_tokens(layer: int, sources: torch.Tensor, receivers: torch.Tensor, mod
         out = probs.clone()
         out[:, heads] = redistribute(part, removed, receiving, mode)
         return out
+    edit.layer = layer  # checked by edit_attention
     return edit
 
 
@@ -235,6 +241,7 @@ def drain_random(layer: int, sinks: torch.Tensor, valid: torch.Tensor, mode: str
         out = probs.clone()
         out[:, heads] = redistribute(part, removed, receivers, mode)
         return out
+    edit.layer = layer  # checked by edit_attention
     return edit
 
 

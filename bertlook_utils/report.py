@@ -28,9 +28,12 @@ def by_depth(paper_layers: range | tuple, n_layers: int) -> list[int]:
     return mapped
 
 
-def _heads(stats: pd.DataFrame, mask: pd.Series) -> str:
+def _heads(stats: pd.DataFrame, mask: pd.Series, limit: int = 12) -> str:
+    """Labels of the chosen heads, the first `limit` of them and how many more."""
     chosen = stats[mask]
-    return ", ".join(f"{l}-{h}" for l, h in zip(chosen["layer"], chosen["head"])) or "none"
+    labels = [f"{l}-{h}" for l, h in zip(chosen["layer"], chosen["head"])]
+    more = f", … ({len(labels) - limit} more)" if len(labels) > limit else ""
+    return ", ".join(labels[:limit]) + more or "none"
 
 
 def _pct(value: float) -> str:

@@ -53,6 +53,13 @@ def test_known_pairs_by_hand():
     assert got[0, 2] == pytest.approx(got[1, 2], rel=1e-5)
 
 
+@pytest.mark.parametrize("layer, head", [(0, 1), (1, 0), (1, 5), (-1, 2)])
+def test_head_index_refuses_a_head_that_would_wrap_around(layer, head):
+    assert clustering.head_index(2, 4, 4) == 7
+    with pytest.raises(ValueError, match=r"1-indexed \(heads 1-4\)"):
+        clustering.head_index(layer, head, 4)
+
+
 def test_identical_heads_are_at_distance_zero_and_the_matrix_is_symmetric():
     rng = np.random.default_rng(1)
     maps = random_row_stochastic(rng, (2, 4, 11, 11))
@@ -204,3 +211,13 @@ def test_inputs_split_over_threads_give_the_same_sums():
         sums.append(reducer.distances())
     np.testing.assert_allclose(sums[0], sums[1], rtol=1e-9)
     np.testing.assert_allclose(sums[0], clustering.js_distances(encs), rtol=1e-9)
+
+
+def test_comparison_says_why_there_is_no_behaviour_test():
+    """2 layers x 2 heads, all broad but one 'other': one behaviour only, so no behaviour test (96 broad heads of
+    an untrained 12 x 12 model are not "too few")."""
+    points = np.array([0.0, 0.1, 1.0, 1.2])
+    heads = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2], "behaviour": ["broad"] * 3 + ["other"]})
+    result = clustering.ClusterResult(np.abs(points[:, None] - points[None]), 10, heads, [], 2, 2)
+    row = clustering.comparison(result, n_permutations=10).set_index("quantity").loc["heads of the same behaviour are close"]
+    assert row["this run"] == "no test: it needs two behaviours besides 'other', one with two heads"

@@ -92,6 +92,26 @@ def test_finetuning_is_seeded_and_cached(tiny_folder, tmp_path):
     assert logits.shape == (4, 2) and list(labels) == [0, 1, 0, 1]
 
 
+def test_distilbert_fine_tunes_with_its_own_dropout_and_no_segment_ids(tmp_path):
+    """DistilBERT's config says `dropout`, not `hidden_dropout_prob`, and its tokenizer gives no token_type_ids."""
+    from transformers import DistilBertConfig, DistilBertModel, DistilBertTokenizerFast, PretrainedConfig
+
+    from bertlook_utils.models import default_model_path
+
+    tokenizer = DistilBertTokenizerFast.from_pretrained(default_model_path())
+    torch.manual_seed(0)
+    config = DistilBertConfig(vocab_size=tokenizer.vocab_size, dim=24, n_layers=2, n_heads=3, hidden_dim=32,
+                              dropout=0.25)
+    DistilBertModel(config).save_pretrained(tmp_path / "distil")
+    tokenizer.save_pretrained(tmp_path / "distil")
+    assert finetune._hidden_dropout(config) == 0.25
+    with pytest.raises(ValueError, match="names no hidden dropout"):
+        finetune._hidden_dropout(PretrainedConfig())
+    tuned = finetune.finetune(tmp_path / "distil", small_task(), epochs=1, batch_size=4, cache_dir=None,
+                              progress=False)
+    assert len(tuned.history) == 2 and tuned.predict(small_task().test)[0].shape == (4, 2)
+
+
 def test_disabling_a_head_makes_exactly_it_uniform(tiny_folder):
     encoder = load_encoder(tiny_folder)
     inputs = finetune._tensors(encoder, small_task().train[:3], 32)  # padded: lengths differ

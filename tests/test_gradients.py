@@ -4,6 +4,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertModel
@@ -158,12 +159,35 @@ def test_sink_ablation_is_zero_where_attention_cannot_matter(tmp_path):
     assert cached.frame.equals(result.frame) and cached.reference == result.reference > 0
     summary, contrast = result.summary(), result.contrast()
     assert len(summary) == 3 * len(gradients.CONDITIONS) and len(contrast) == 3
+    ratios = contrast.set_index(["scope", "layer"])["ratio"]
+    assert np.isnan(ratios["layer", 1]) and ratios["layer", 2] > 0  # layer 1's edits change nothing: no ratio
     grad = gradients.attention_gradients(tiny_encoder(), PAIRS, gradients.PairCosine(), cache_dir=None,
                                          progress=False)
     table = gradients.comparison(grad, result)
     assert list(table.columns) == ["quantity", "paper", "this run", "note"] and len(table) == 5
     assert table["this run"].str.len().min() > 0
+    assert table["note"].iloc[-1].endswith("largest in layer 2")
     with pytest.raises(ValueError, match="at least two"):
         gradients.sink_ablation(encoder, PAIRS, batch_size=1, cache_dir=None, progress=False)
     with pytest.raises(ValueError, match="0-based"):
         gradients.sink_ablation(encoder, PAIRS, heads=[(2, 0)], cache_dir=None, progress=False)
+
+
+def test_contrast_ratio_needs_a_measurable_random_change():
+    """Layer 1: sink edits move the output 3x as far as random ones. Layer 2: the random edits move it by
+    rounding noise (one of them negative), so a ratio would be noise too: NaN, and the comparison uses layer 1."""
+    distances = {1: ([2e-3, 4e-3], [1e-3, 1e-3]), 2: ([1e-3, 1e-3], [2e-7, -1e-7])}
+    rows = [("layer", layer, 0, source, "matched", "renormalise", i, d, d, 0.1)
+            for layer, pair in distances.items() for source, values in zip(("sink", "random"), pair)
+            for i, d in enumerate(values)]
+    frame = pd.DataFrame(rows, columns=["scope", "layer", "head", *gradients.CONDITION_COLUMNS, "input",
+                                        *gradients.DISTANCES, "moved"])
+    contrast = gradients.AblationResult(frame, reference=0.5).contrast()
+    assert contrast["ratio"].iloc[0] == pytest.approx(3.0) and np.isnan(contrast["ratio"].iloc[1])
+    grad = gradients.attention_gradients(tiny_encoder(), PAIRS, gradients.PairCosine(), cache_dir=None,
+                                         progress=False)
+    row = gradients.comparison(grad, gradients.AblationResult(frame, 0.5)).iloc[-1]
+    assert (row["this run"], row["note"][-18:]) == ("3.0x to 3.0x the change", "largest in layer 1")
+    quiet = frame.assign(pooled_distance=frame["pooled_distance"] * 1e-4)
+    row = gradients.comparison(grad, gradients.AblationResult(quiet, 0.5)).iloc[-1]
+    assert row["this run"] == "no measurable change"

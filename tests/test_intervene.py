@@ -102,6 +102,22 @@ def test_uniform_head_in_the_model_leaves_other_heads_and_earlier_layers_alone()
     torch.testing.assert_close(edited[1][:, 1], expected[:, None, :].expand(3, 9, 9))
 
 
+@pytest.mark.parametrize("make_edit", [
+    lambda layer, valid: intervene.uniform_head(layer, 0, valid),
+    lambda layer, valid: intervene.drain_tokens(layer, valid & False, valid),
+    lambda layer, valid: intervene.drain_random(layer, valid & False, valid),
+])
+def test_an_edit_of_a_layer_the_model_lacks_is_an_error(make_edit):
+    model, inputs = tiny_bert(), tiny_inputs()  # layers 0 and 1
+    valid = inputs["attention_mask"].bool()
+    for layer in (2, -1):
+        with pytest.raises(ValueError, match="has layers 0-1; the edit would silently do nothing"):
+            with intervene.edit_attention(model, make_edit(layer, valid)):
+                pass
+    with intervene.edit_attention(model, make_edit(1, valid)):
+        model(**inputs)
+
+
 def test_capture_gives_gradients_with_padding():
     model, inputs = tiny_bert(), tiny_inputs()
     capture = intervene.Capture()

@@ -132,3 +132,18 @@ def test_the_hand_labels_are_complete():
     assert len(labels) >= 150 and labels["map_id"].is_unique
     assert set(labels["label"]) <= set(patterns.PATTERNS)
     assert labels["layer"].min() >= 1 and labels["head"].min() >= 1
+
+
+@pytest.mark.parametrize("f1, expected", [(0.61, "macro-F1 0.61 (rules, "), (float("nan"), "not measured (")])
+def test_paper_comparison_reads_each_finding_off_the_results(f1, expected):
+    """A 3 x 2 model whose layers 2 and 3 changed most; disabling head 1-2 gains 1/16 = 6.25 points."""
+    similarity = {"topic": np.array([[1.0, 0.99], [0.8, 0.7], [0.9, 0.85]])}
+    scan = pd.DataFrame({"layer": [0, 1, 1, 1], "head": [0, 1, 2, 0], "delta_accuracy": [0, -0.125, 0.0625, -0.25]})
+    scores = pd.DataFrame({"frozen encoder + linear head": [0.5], "fine-tuned": [0.75]}, index=["topic"])
+    table = patterns.paper_comparison(f1, {"topic": 0.42}, similarity, {"topic": scan}, scores)
+    found = dict(zip(table["finding"], table["this run"]))
+    assert found["classifier vs hand labels"].startswith(expected) and "nan" not in found["classifier vs hand labels"]
+    assert found["heterogeneous share (fine-tuned)"] == "42% (topic)"
+    assert found["layers changed most by fine-tuning"] == "layers 2, 3 (topic)"
+    assert found["best single-head disabling"] == "+6.2 points (topic)"
+    assert found["fine-tuned vs frozen pre-trained"] == "+25.0 points (topic)"

@@ -73,3 +73,10 @@ def test_a_two_layer_model_gets_two_thirds_of_the_layers():
     table = report.surface_comparison(synthetic_result(2, sink="sep"))
     sinks = table.set_index("quantity").loc["early / middle / deep layers attend most to", "this run"]
     assert sinks == "1-1: [SEP] 60.0 %; 2-2: [SEP] 60.0 %"
+
+
+def test_a_long_list_of_heads_is_cut_after_twelve():
+    many = [(layer, head) for layer in range(1, 8) for head in (1, 2)]  # 14 heads
+    table = report.surface_comparison(synthetic_result(7, prev_heads=many))
+    prev = table.set_index("quantity").loc["heads with > 50 % on the previous token", "this run"]
+    assert prev == "14 (1-1, 1-2, 2-1, 2-2, 3-1, 3-2, 4-1, 4-2, 5-1, 5-2, 6-1, 6-2, … (2 more))"
