@@ -2,8 +2,8 @@
 
     python -m bertlook_utils.cli extract --segments 1000                          # one process
     torchrun --standalone --nproc_per_node=2 -m bertlook_utils.cli extract --segments 1000
-    torchrun --nnodes=2 --node_rank=R --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 --nproc_per_node=2 \\
-        -m bertlook_utils.cli extract --cache-dir /shared/cache ...               # machines sharing a cache
+    torchrun --nnodes=2 --nproc_per_node=2 --rdzv-id=JOB --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 \\
+        -m bertlook_utils.cli extract --cache-dir /shared/cache ...               # on each of two machines
 
 Under a launcher every process joins a gloo process group; `extract.reduce` then gives process r of w the
 blocks b with b % w == r, writes them into the shared cache and waits for the others, and every process
