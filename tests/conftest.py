@@ -144,6 +144,36 @@ def reference_encodeds(encoder, segments):
     return list(encoder.encode_many([s.pair for s in segments], batch_size=1))
 
 
+# -- a locally saved tiny random model -----------------------------------------------------------------
+TINY_MAX_POSITIONS = 64
+
+
+def save_tiny_model(folder, tokenizer=None, seed: int = 0):
+    """A random BERT (2 layers x 4 heads, hidden 32, 64 positions) saved into `folder`, with `tokenizer`."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, max_position_embeddings=TINY_MAX_POSITIONS)
+    BertModel(config).save_pretrained(folder)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tokenizer, tmp_path_factory):
+    """The tiny random BERT with the default WordPiece tokenizer, saved once per session."""
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-bert"), tokenizer)
+
+
+@pytest.fixture(scope="session")
+def tiny(tiny_folder):
+    from bertlook_utils import load_encoder
+
+    return load_encoder(tiny_folder)
+
+
 @pytest.fixture
 def small_corpus(monkeypatch):
     """make_segments over only the first 4 real articles: the same code path, a fraction of the time."""

@@ -27,7 +27,8 @@ from bertlook_utils.patterns import classify_map
 from bertlook_utils.surface import entropy_stats, token_stats, vig_scores
 from bertlook_utils.wordlevel import FROM_MODES, to_word_level
 from conftest import PAIR_TOKENS, make_encoded, random_row_stochastic, uniform_map
-from test_models import assert_valid_attention, save_tiny_model
+from conftest import save_tiny_model
+from test_models import assert_valid_attention
 
 N = len(PAIR_TOKENS)
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-import torch
+from conftest import TINY_MAX_POSITIONS, save_tiny_model
 
 from bertlook_utils import Encoded, load_encoder
 from bertlook_utils import models
@@ -215,30 +215,7 @@ def test_the_default_weights_match_the_published_sha256():
     assert models.file_sha256(path) == "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
 
-# -- a locally saved tiny random model ---------------------------------------------------------------
-TINY_MAX_POSITIONS = 64
-
-
-def save_tiny_model(folder, tokenizer=None, seed: int = 0):
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(seed)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=37, max_position_embeddings=TINY_MAX_POSITIONS)
-    BertModel(config).save_pretrained(folder)
-    if tokenizer is not None:
-        tokenizer.save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tokenizer, tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("tiny-bert"), tokenizer)
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_folder):
-    return load_encoder(tiny_folder)
+# -- a locally saved tiny random model (conftest: save_tiny_model, tiny_folder, tiny) ------------------
 
 
 def test_a_local_folder_loads_with_its_own_geometry(tiny, tiny_folder):

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_models import save_tiny_model
 
-from bertlook_utils import load_encoder
 from bertlook_utils.cache import load_result
 from bertlook_utils.clustering import JSDistances
 from bertlook_utils.corpora import wiki_articles
@@ -33,16 +31,6 @@ def wiki_texts(n: int, words: int = 15) -> list[str]:
     """`n` real texts: the first `words` words of the gensim Wikipedia paragraphs, cycled."""
     paragraphs = [p for _, ps in wiki_articles() for p in ps]
     return [" ".join(paragraphs[i % len(paragraphs)].split()[:words]) for i in range(n)]
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tokenizer, tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("tiny-bert"), tokenizer)
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_folder):
-    return load_encoder(tiny_folder)
 
 
 @pytest.fixture(scope="module")
