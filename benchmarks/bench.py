@@ -100,8 +100,8 @@ def _reset_peak() -> bool:
 # -- the methods (child side) -----------------------------------------------------------------------
 class _Timed:
     """Delegates to a reducer and adds the wall time of its update() calls (two perf_counter calls per batch:
-    negligible) to `_Timed.seconds[name]`, which the copies `extract.reduce` makes for each block share. Lets
-    the kit report which reducer costs what without a separate profiling run."""
+    negligible) to `_Timed.seconds[name]`, which the fresh copies `extract.reduce` makes for each block share.
+    Lets the kit report which reducer costs what without a separate profiling run."""
 
     seconds: dict[str, float] = {}
 
@@ -112,6 +112,9 @@ class _Timed:
         if name == "reducer":  # not set yet: copy.deepcopy builds the copy without __init__
             raise AttributeError(name)
         return getattr(self.reducer, name)
+
+    def fresh(self):
+        return _Timed(self.reducer.fresh())  # the engine's empty copy for each block, still timed
 
     def update(self, batch):
         start = time.perf_counter()

@@ -1,10 +1,19 @@
 """BERTLook: recompute what BERT's attention looks at, offline, on a laptop CPU.
 
-Modules, one concern each: `models` (encoders), `corpora` (Wikipedia segments), `extract` (streaming
-extraction through reducers), `cache` (the on-disk cache), `wordlevel`, `surface` (position, special-token
-and entropy statistics, Vig's patterns), `paper` (the numbers the papers report), `viz` (figures and
-offline BertViz views), `assets` (the npm-installed JavaScript), `widgets` (ipywidgets explorers),
-`report` (paper vs this run).
+Layers, bottom up (a module imports only from its own layer or below; tests/test_layers.py checks it):
+
+- ground: `conventions` (head labels, attention checks, punctuation), `cache` (the on-disk cache), `models`
+  (encoders: tokenize, pad, forward), `wordlevel` (token maps -> word maps), `intervene` (edit attention
+  inside the forward pass), `intervals`, `trees`
+- data: `corpora` (Wikipedia segments), `parses` (silver dependency parses), `corefdata` (the coreference
+  set), `tasks` (fine-tuning tasks)
+- engine: `extract` (the one batching path, streaming reducers, the block cache)
+- analyses (return data, draw nothing): `surface`, `syntax`, `coref`, `probes`, `clustering`, `patterns`,
+  `gradients`, `finetune`
+- presentation: `paper` (the numbers the papers report), `compare` (paper vs this run), `viz` (palette,
+  primitives), `figures`, `widgets`, `views` (offline BertViz), `assets` (its npm JavaScript), `talk` (slide
+  helpers), `report` (build/report.md)
+- entry points: `cli`
 """
 from .models import Encoded, Encoder, load_encoder
 

@@ -10,8 +10,9 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from .cache import ROOT as REPO_ROOT
+
 ENV_VAR = "BERTLOOK_ASSETS"
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # name -> (path inside node_modules, version pinned in package.json)
 ASSETS = {

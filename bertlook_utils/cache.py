@@ -18,11 +18,10 @@ from pathlib import Path
 import numpy as np
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-DEFAULT_CACHE_DIR = PACKAGE_DIR.parent / "data" / "cache"
+ROOT = PACKAGE_DIR.parent  # the checkout: the package is used from an editable install inside it
+DATA_DIR = ROOT / "data"  # the kit's own data (coreference set, pattern labels) and the cache
+DEFAULT_CACHE_DIR = DATA_DIR / "cache"
 
-
-# modules that only draw, compare or describe: never part of a cached result's code version
-PRESENTATION_MODULES = frozenset({"viz", "widgets", "assets", "report", "paper"})
 _IMPORT = re.compile(r"^[ \t]*from \.(\w*) import ([\w, ]+)", re.MULTILINE)
 
 
@@ -31,15 +30,15 @@ def _package_imports(name: str) -> set[str]:
     found = set()
     for module, names in _IMPORT.findall((PACKAGE_DIR / f"{name}.py").read_text()):
         found.update([module] if module else (n.strip() for n in names.split(",")))
-    return {m for m in found if m not in PRESENTATION_MODULES and (PACKAGE_DIR / f"{m}.py").exists()}
+    return {m for m in found if (PACKAGE_DIR / f"{m}.py").exists()}
 
 
 @lru_cache(maxsize=None)
 def code_version(name: str) -> str:
     """sha256 of the source of package module `name` (e.g. "surface") and of every package module it
-    imports (anywhere in it), directly or not, presentation modules aside: editing any of them invalidates the
-    results it cached; editing another module (a figure, the paper's numbers, a new analysis) leaves them
-    valid."""
+    imports (anywhere in it), directly or not: editing any of them invalidates the results it cached; editing
+    another module (a figure, a comparison table, the paper's numbers, a new analysis) leaves them valid,
+    since no analysis imports presentation code (tests/test_layers.py)."""
     todo, seen = [name], set()
     while todo:
         module = todo.pop()

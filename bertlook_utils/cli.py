@@ -21,7 +21,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from .cache import DEFAULT_CACHE_DIR
-from .extract import BLOCK_SIZE
+from .extract import BLOCK_SIZE, process_group
+from .models import model_name
 
 ANALYSES = ("surface", "clustering")
 
@@ -55,8 +56,6 @@ def _join_launcher() -> tuple[int, int]:
 
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
         dist.init_process_group("gloo", timeout=timedelta(hours=2))
-    from .extract import process_group
-
     return process_group()
 
 
@@ -93,8 +92,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bertlook_utils.cli", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("extract", help="stream attention through an analysis's reducers into the cache")
-    run.add_argument("--model", default=os.environ.get("BERTLOOK_MODEL") or None,
-                     help="Hugging Face name or local folder (default: $BERTLOOK_MODEL, else the embedded model)")
+    run.add_argument("--model", type=model_name, default=model_name(os.environ.get("BERTLOOK_MODEL")),
+                     help="Hugging Face name or local folder; 'default' is the embedded model (default: "
+                          "$BERTLOOK_MODEL, else the embedded model)")
     run.add_argument("--analyses", nargs="+", choices=ANALYSES, default=["surface"])
     run.add_argument("--segments", type=int, default=1000, help="segments per seed (default 1000)")
     run.add_argument("--seeds", type=int, nargs="+", default=[0])

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .conventions import head_label
 from .extract import Batch, KeepExamples, Reducer, reduce
 from .models import Encoded, Encoder
 from .surface import EntropyStats, TokenStats
@@ -136,13 +137,6 @@ def js_distances(encodeds: Iterable[Encoded]) -> np.ndarray:
     if not seen:
         raise ValueError("js_distances needs at least one Encoded input")
     return reducer.distances()
-
-
-def head_index(layer: int, head: int, n_heads: int) -> int:
-    """Row of head `layer-head` (1-indexed) in the distance matrix."""
-    if layer < 1 or not 1 <= head <= n_heads:
-        raise ValueError(f"layer and head are 1-indexed (heads 1-{n_heads}); got layer {layer}, head {head}")
-    return (layer - 1) * n_heads + (head - 1)
 
 
 # -- behaviour labels ----------------------------------------------------------------------------------
@@ -315,7 +309,7 @@ def analyse(encoder: Encoder, items: Sequence, n_examples: int = 4, seed: int = 
     tokens, entropy = tokens.frame(), entropy.frame()
     distances = js.distances()
     heads = tokens[["layer", "head"]].copy()
-    heads["label"] = [f"{l}-{h}" for l, h in zip(heads["layer"], heads["head"])]
+    heads["label"] = [head_label(l, h) for l, h in zip(heads["layer"], heads["head"])]
     heads["behaviour"] = behaviour_labels(tokens, entropy).values
     heads[["x", "y"]] = mds(distances, seed)
     for column in ("prev", "next", "cls", "sep", "punct"):
@@ -336,160 +330,3 @@ def closest_pairs(result: ClusterResult) -> pd.DataFrame:
     labels = result.heads["label"].to_numpy()
     pairs = pd.DataFrame({"head": labels[i], "other head": labels[j], "JS per token": d[i, j]})
     return pairs.sort_values("JS per token", kind="stable").reset_index(drop=True)
-
-
-# -- figures (viz / widgets are imported where used: they are presentation, not part of the cache key) ----
-def plot_map(result: ClusterResult, colour_by: str = "behaviour", ax=None, highlight: int | None = None,
-             annotate: bool = True, title: str | None = None):
-    """Clark et al. Fig 6: one dot per head at its MDS position, coloured by behaviour or by layer.
-    highlight: a head index to ring."""
-    import matplotlib.pyplot as plt
-
-    from . import viz
-
-    ax = ax or plt.subplots(figsize=(6, 5.5))[1]
-    heads = result.heads
-    if colour_by == "behaviour":
-        for name in BEHAVIOURS:
-            chosen = heads[heads["behaviour"] == name]
-            if len(chosen):
-                colour = viz.PALETTE.get(name, viz.PALETTE["other"])
-                ax.scatter(chosen["x"], chosen["y"], s=46, color=colour, alpha=0.9 if name != "other" else 0.45,
-                           label=f"{BEHAVIOUR_NAMES[name]} ({len(chosen)})", edgecolors="white", linewidths=0.5)
-    elif colour_by == "layer":
-        shades = plt.get_cmap("viridis")(np.linspace(0, 0.85, result.n_layers))  # no pale yellow on white
-        for layer in range(1, result.n_layers + 1):
-            chosen = heads[heads["layer"] == layer]
-            ax.scatter(chosen["x"], chosen["y"], s=46, color=shades[layer - 1], label=f"layer {layer}",
-                       edgecolors="white", linewidths=0.5)
-    else:
-        raise ValueError(f"colour_by must be 'behaviour' or 'layer', not {colour_by!r}")
-    if annotate:
-        for _, row in heads.iterrows():
-            ax.annotate(row["label"], (row["x"], row["y"]), fontsize=6.5, alpha=0.7, xytext=(3, 2),
-                        textcoords="offset points")
-    if highlight is not None:
-        row = heads.iloc[highlight]
-        ax.scatter([row["x"]], [row["y"]], s=260, facecolors="none", edgecolors="black", linewidths=2)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_xlabel("MDS 1")
-    ax.set_ylabel("MDS 2")
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.legend(fontsize=8, loc="best", ncol=1 if colour_by == "behaviour" else 2, markerscale=0.8)
-    ax.set_title(title or f"heads by {colour_by}")
-    return ax
-
-
-def plot_dendrogram(result: ClusterResult, ax=None, method: str = "average"):
-    """The heads as an average-linkage tree of their JS divergence per token; labels coloured by behaviour."""
-    import matplotlib.pyplot as plt
-    from scipy.cluster.hierarchy import dendrogram
-
-    from . import viz
-
-    ax = ax or plt.subplots(figsize=(14, 3.8))[1]
-    tree = dendrogram(linkage(result.mean_distances, method), ax=ax, labels=result.heads["label"].tolist(),
-                      color_threshold=0, above_threshold_color=viz.PALETTE["other"], leaf_font_size=7)
-    behaviour = dict(zip(result.heads["label"], result.heads["behaviour"]))
-    for text in ax.get_xticklabels():
-        text.set_color(viz.PALETTE.get(behaviour[text.get_text()], viz.PALETTE["other"]))
-    ax.set_ylabel("JS divergence per token (nats)")
-    ax.grid(False)
-    ax.set_title(f"{method}-linkage tree of the heads (labels coloured by behaviour)")
-    return tree
-
-
-def plot_aligned(result: ClusterResult, other: ClusterResult, ax=None, names: tuple[str, str] = ("pairs", "A alone")):
-    """Two maps of the same heads aligned by Procrustes (filled: `result`, open: `other`, coloured by the
-    behaviour in `result`), a line joining each head's two places."""
-    import matplotlib.pyplot as plt
-    from scipy.spatial import procrustes
-
-    from . import viz
-
-    ax = ax or plt.subplots(figsize=(7.5, 6.4))[1]
-    first, second, _ = procrustes(result.coords, other.coords)
-    for a, b in zip(first, second):
-        ax.plot(*np.stack([a, b]).T, color=viz.PALETTE["uniform"], lw=0.7, alpha=0.6)
-    behaviour = result.heads["behaviour"].to_numpy()
-    for name in BEHAVIOURS:
-        mask = behaviour == name
-        if mask.any():
-            colour = viz.PALETTE.get(name, viz.PALETTE["other"])
-            alpha = 0.9 if name != "other" else 0.5  # as in plot_map
-            ax.scatter(*first[mask].T, color=colour, s=40, alpha=alpha, label=BEHAVIOUR_NAMES[name])
-            ax.scatter(*second[mask].T, facecolors="none", edgecolors=colour, s=40, alpha=alpha)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.legend(fontsize=8, title=f"filled: {names[0]}, open: {names[1]}", title_fontsize=8)
-    ax.set_title("the two maps aligned (Procrustes); lines join each head's two places")
-    return ax
-
-
-def explorer(result: ClusterResult, max_tokens: int = 40, snapshot: bool = True):
-    """Pick a head (menu sorted along the map's first axis, with its behaviour) and an example: the map ringed
-    at that head, beside its attention on the example. An `widgets.Explorer` (live controls + a static
-    snapshot of its first view for exported pages)."""
-    import ipywidgets
-    from matplotlib.figure import Figure
-
-    from . import viz, widgets
-
-    heads = result.heads
-    order = np.argsort(heads["x"].to_numpy(), kind="stable")
-    options = [(f"{heads['label'].iloc[i]} · {BEHAVIOUR_NAMES[heads['behaviour'].iloc[i]]}", int(i)) for i in order]
-    head_menu = ipywidgets.Dropdown(options=options, value=int(order[0]), description="head")
-    examples = widgets._check_examples(result.examples)
-    example_menu = widgets._example_menu(examples)
-
-    def draw():
-        index = head_menu.value
-        layer, head = divmod(index, result.n_heads)
-        fig = Figure(figsize=(12, 5.6), layout="constrained")
-        left, right = fig.subplots(1, 2, width_ratios=[1, 1.05])
-        plot_map(result, "behaviour", ax=left, highlight=index, annotate=False, title="heads by behaviour")
-        broad = heads["behaviour"].iloc[index] == "broad"  # colours scaled to its largest weight, else blank
-        viz.plot_head(examples[example_menu.value], layer + 1, head + 1, ax=right, max_tokens=max_tokens,
-                      vmax=None if broad else 1.0, title=f"head {heads['label'].iloc[index]}"
-                      + (" (colours scaled to its largest weight)" if broad else ""))
-        return fig
-
-    def describe():
-        return f"head {heads['label'].iloc[head_menu.value]}, example {example_menu.value + 1}"
-
-    return widgets.Explorer({"head": head_menu, "example": example_menu}, draw, describe, snapshot)
-
-
-# -- paper vs this run ----------------------------------------------------------------------------------
-def _p(value: float, n_permutations: int) -> str:
-    return f"p = {value:.4f} (the smallest possible)" if value <= 1 / (1 + n_permutations) else f"p = {value:.4f}"
-
-
-def comparison(result: ClusterResult, second: ClusterResult | None = None, second_name: str = "single texts",
-               n_permutations: int = 10000, seed: int = 0) -> pd.DataFrame:
-    """Clark et al. Fig 6's claims beside this run's measurements (quantity, paper, this run, note)."""
-    from . import paper
-
-    claims = paper.CLUSTERING
-    layers = result.layer_test(n_permutations, seed)
-    counts = result.heads["behaviour"].value_counts()
-    found = ", ".join(f"{BEHAVIOUR_NAMES[b]} {counts[b]}" for b in BEHAVIOURS if b in counts)
-    behaviours = result.behaviour_test(n_permutations, seed)
-    rows = [
-        ("heads of the same layer are close", claims["same_layer"],
-         f"between/within distance {layers.ratio:.2f}, {_p(layers.p_value, n_permutations)}",
-         f"permutation test, {n_permutations} relabellings"),
-        ("heads by behaviour", ", ".join(claims["behaviour_clusters"]), found, claims["thresholds"]),
-        ("heads of the same behaviour are close", "clear clusters",
-         "no test: it needs two behaviours besides 'other', one with two heads" if behaviours is None else
-         f"between/within distance {behaviours.ratio:.2f}, {_p(behaviours.p_value, n_permutations)}",
-         "among the labelled heads (not 'other')"),
-    ]
-    if second is not None:
-        same = compare(result.distances, second.distances, result.coords, second.coords)
-        rows.append((f"the map for {second_name}", "not studied",
-                     f"Spearman {same['spearman']:.2f}, Procrustes disparity {same['procrustes']:.2f}",
-                     f"{100 * same['neighbours']:.0f} % of each head's 5 nearest heads are the same"))
-    return pd.DataFrame(rows, columns=["quantity", "paper", "this run", "note"])

@@ -10,7 +10,6 @@ other; 95 % intervals come from a bootstrap over passages.
 
     result = analyse(encoder, corefdata.read_jsonl())
     result.table          # Table 2 on the held-out half: system, type, accuracy, low, high, n
-    comparison(result)    # the paper's Table 2 beside this run's
 """
 from __future__ import annotations
 
@@ -20,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from .cache import DEFAULT_CACHE_DIR
 from .corefdata import TYPES, Passage
-from .extract import Batch, Reducer, check_attention, reduce
+from .conventions import check_attention, head_label
+from .extract import Batch, Reducer, concatenate, reduce
 from .intervals import bootstrap_interval
 from .wordlevel import FROM_MODES, to_word_level
 
@@ -257,9 +256,7 @@ class AntecedentAttention(Reducer):
     def load(self, result: dict[str, np.ndarray]) -> None:
         self.choices, self.weights = result["choices"], result["weights"]
 
-    def merge(self, results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-        """Blocks of passages, in order: their rows one after the other."""
-        return {key: np.concatenate([r[key] for r in results]) for key in ("choices", "weights")}
+    merge = staticmethod(concatenate)  # blocks of passages, in order: their rows one after the other
 
 
 def word_attention(encoder, passage: Passage, from_mode: str = "mean") -> np.ndarray:
@@ -341,7 +338,7 @@ class CorefResult:
 
     @property
     def best_label(self) -> str:
-        return f"{self.best[0]}-{self.best[1]}"
+        return head_label(*self.best)
 
     def wide(self) -> pd.DataFrame:
         """Accuracy (%) on the held-out half per system (rows) and mention type (columns)."""
@@ -351,7 +348,7 @@ class CorefResult:
 
 
 def best_head_label(best: tuple[int, int]) -> str:
-    return f"best head {best[0]}-{best[1]}"
+    return f"best head {head_label(*best)}"
 
 
 def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1000, from_mode: str = "mean",
@@ -464,98 +461,3 @@ def by_head_word(result: CorefResult, systems: Sequence[str], held_out_only: boo
     frame = frame[frame["half"] == "held-out"] if held_out_only else frame
     agg = {"n": ("type", "size"), **{s: (f"{s} ok", "mean") for s in systems}}
     return frame.groupby(["type", "same_word"]).agg(**agg).reset_index()
-
-
-def comparison(result: CorefResult) -> pd.DataFrame:
-    """Table 2 side by side: per system of the paper and its counterpart in this run, one column per
-    mention type holding "paper | this run [95 % interval]" (accuracy %, this run on the held-out half)."""
-    from . import paper  # here, not at the top: the cached attention must not depend on the paper's numbers
-
-    ours = {(r.system, r.type): r for r in result.table.itertuples(index=False)}
-    label = best_head_label(result.best)
-    rows = []
-    for record in paper.TABLE2.itertuples(index=False):
-        system = record.system
-        mine = {"BERT head 5-4": label, "neural coref (not comparable)": COMBINED}.get(system, system)
-        row = {"system (paper)": system, "this run": mine}
-        for t in COLUMNS:
-            value = getattr(record, t)
-            theirs = "–" if value is None or pd.isna(value) else f"{value:.0f}"
-            r = ours[(mine, t)]
-            row[t] = f"{theirs:>2} | {100 * r.accuracy:.1f} [{100 * r.low:.0f}–{100 * r.high:.0f}]"
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-# -- figures ------------------------------------------------------------------------------------------
-def plot_antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, title: str | None = None,
-                              first_word: int = 1, max_label: int = 18):
-    """One head's attention from each coreferent mention's head word (rows) to every mention's head word
-    (columns; only earlier mentions are candidates, later ones are blank). head_map: [m, m] word-level map.
-    A green frame marks the antecedents, a dot the mention the head picks (white: right, red: wrong)."""
-    head_map = np.asarray(head_map)
-    if head_map.ndim != 2:
-        raise ValueError(f"head_map must be one head's [m, m] word-level map, got {head_map.shape}")
-    mentions = passage.mentions
-    rows = passage.coreferent()
-    heads = np.array([m.head for m in mentions]) + first_word
-    grid = np.full((len(rows), len(mentions)), np.nan)
-    for r, i in enumerate(rows):
-        grid[r, :i] = head_map[heads[i], heads[:i]]
-    ax = ax or plt.subplots(figsize=(0.42 * len(mentions) + 2.5, 0.34 * len(rows) + 2))[1]
-    vmax = np.nanmax(grid) if np.isfinite(grid).any() else 1
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap="Blues", vmin=0, vmax=vmax, aspect="auto",
-                      interpolation="nearest")
-    for r, i in enumerate(rows):
-        for j in passage.antecedents(i):
-            ax.add_patch(plt.Rectangle((j - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="#2a9d4b", lw=1.6))
-        pick = int(np.nanargmax(grid[r, :i]))
-        right = mentions[pick].entity == mentions[i].entity
-        ax.plot(pick, r, "o", ms=4.5, color="white" if right else "#d1495b", mec="black", mew=0.6)
-
-    def short(j):
-        text = passage.mention_text(j)
-        return text if len(text) <= max_label else text[: max_label - 1] + "…"
-
-    ax.set_xticks(range(len(mentions)), [f"{short(j)} ({j})" for j in range(len(mentions))], rotation=90, fontsize=8)
-    ax.set_yticks(range(len(rows)), [f"({i}) {short(i)}" for i in rows], fontsize=8)
-    ax.set_xlabel("earlier mention (its head word)")
-    ax.set_ylabel("coreferent mention")
-    ax.grid(False)
-    ax.set_title(title or "attention from a mention to earlier mentions")
-    plt.colorbar(image, ax=ax, shrink=0.7, label="attention weight")
-    return ax
-
-
-def plot_comparison(result: CorefResult, title: str | None = None):
-    """Table 2 as bars, one panel per mention type: the paper's accuracy and this run's (held-out half,
-    95 % bootstrap interval) for every system. Returns the Figure."""
-    from . import paper
-    from .viz import PALETTE
-
-    fig, axes = plt.subplots(1, len(COLUMNS), figsize=(14, 4.2), sharey=True, layout="constrained")
-    ours = result.table.set_index(["system", "type"])
-    label = best_head_label(result.best)
-    pairs = [("nearest mention", "nearest mention"), ("head-word match", "head-word match"),
-             ("rule-based (sieves)", "rule-based (sieves)"), ("BERT head 5-4", label),
-             ("neural coref (not comparable)", COMBINED)]
-    names = ["nearest", "head word", "sieves", "best head", "neural /\nlearned"]
-    reported = paper.TABLE2.set_index("system")
-    x = np.arange(len(pairs))
-    for ax, t in zip(axes, COLUMNS):
-        theirs = [reported.loc[p, t] for p, _ in pairs]
-        mine = np.array([[ours.loc[(s, t), c] for c in ("accuracy", "low", "high")] for _, s in pairs]) * 100
-        ax.bar(x - 0.2, [np.nan if v is None else v for v in theirs], 0.4, color=PALETTE["uniform"],
-               label="paper: BERT-base on CoNLL-2012 (best head 5-4; neural coref)")
-        ax.bar(x + 0.2, mine[:, 0], 0.4, color=PALETTE["sep"], yerr=[mine[:, 0] - mine[:, 1], mine[:, 2] - mine[:, 0]],
-               capsize=2, label=f"this run: the kit's stories, held-out half (best head {result.best_label}; "
-                                "all heads, learned)")
-        ax.set_xticks(x, names, rotation=30)
-        ax.set_ylim(0, 100)
-        ax.set_title(t)
-    axes[0].set_ylabel("antecedent selection accuracy (%)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9)
-    if title:
-        fig.suptitle(title)
-    return fig

@@ -32,7 +32,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "coref" / "passages.jsonl"
+from .cache import DATA_DIR
+
+DEFAULT_PATH = DATA_DIR / "coref" / "passages.jsonl"
 DEFAULT_PASSAGES = 240
 DEFAULT_SEED = 0
 MAX_WORDS = 88  # keeps every passage under 128 wordpieces with [CLS] and [SEP] (checked by a test)

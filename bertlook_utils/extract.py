@@ -20,59 +20,68 @@ import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
+from .conventions import check_attention, is_punctuation
 from .corpora import Segment, segments_fingerprint
 from .models import Encoded, Encoder
 
 BLOCK_SIZE = 256  # inputs per cached block: the unit of resuming and of sharding (a multiple of batch sizes)
-PUNCTUATION = frozenset({".", ","})  # Clark et al.'s "punctuation" tokens
-_WORD_MARKERS = ("##", "\u0120", "\u2581")  # WordPiece continuation, byte-level BPE and SentencePiece spaces
-
-
-def is_punctuation(token: str) -> bool:
-    """True for the tokens "." and "," (also written with a word-boundary marker, as in RoBERTa)."""
-    for marker in _WORD_MARKERS:
-        token = token.removeprefix(marker)
-    return token in PUNCTUATION
 
 
 @dataclass
 class Batch:
-    """A padded batch of attention maps and what reducers need to know about its tokens.
+    """A padded batch of inputs and what reducers need to know about its tokens: the kit's one batch type.
 
-    attn: float32 [B, L, H, T, T]: columns beyond an input's length are exactly 0 (the padding mask
-    underflows to 0 in the softmax), rows beyond it are meaningless; valid, is_cls, is_sep,
-    is_punct: bool [B, T], False at padding; lengths: long [B]; inputs: B objects with tokens, word_ids,
-    words and segment_ids (`Encoded` or the encoder's prepared inputs); start: index of inputs[0] among
-    all the inputs of the pass."""
+    inputs: B objects with tokens, word_ids, words and segment_ids (`Encoded` or `models.Prepared`);
+    valid, is_cls, is_sep, is_punct: bool [B, T], False at padding; segment: long [B, T] (0 = A, 1 = B, 0 at
+    padding); lengths: long [B]; attn: float32 [B, L, H, T, T], or None when the pass runs no forward pass
+    (columns beyond an input's length are exactly 0, the padding mask underflows to 0 in the softmax; rows
+    beyond it are meaningless); model_inputs: what the model reads (`Encoder.pad`), None for maps given
+    without a model; start: index of inputs[0] among all the inputs of the pass."""
 
-    attn: torch.Tensor
+    attn: torch.Tensor | None
     valid: torch.Tensor
     is_cls: torch.Tensor
     is_sep: torch.Tensor
     is_punct: torch.Tensor
+    segment: torch.Tensor
     lengths: torch.Tensor
     inputs: Sequence
     cls_token: str
     sep_token: str
     start: int = 0
+    model_inputs: dict[str, torch.Tensor] | None = None
+
+    @property
+    def sinks(self) -> torch.Tensor:
+        """bool [B, T]: [CLS] and every [SEP]."""
+        return self.is_cls | self.is_sep
+
+    @property
+    def other(self) -> torch.Tensor:
+        """bool [B, T]: real tokens that are neither special tokens nor punctuation."""
+        return self.valid & ~self.sinks & ~self.is_punct
 
     @classmethod
-    def build(cls, attn: torch.Tensor, valid: torch.Tensor, inputs: Sequence, cls_token: str, sep_token: str,
-              start: int = 0) -> "Batch":
+    def build(cls, attn: torch.Tensor | None, valid: torch.Tensor, inputs: Sequence, cls_token: str, sep_token: str,
+              start: int = 0, model_inputs: dict[str, torch.Tensor] | None = None) -> "Batch":
         width = valid.shape[1]
 
-        def flags(test):
-            return torch.tensor([[test(t) for t in x.tokens] + [False] * (width - len(x.tokens)) for x in inputs])
+        def padded(rows, fill) -> torch.Tensor:  # one list per input -> [B, T]
+            return torch.tensor([list(row) + [fill] * (width - len(row)) for row in rows])
 
-        return cls(attn, valid, flags(lambda t: t == cls_token), flags(lambda t: t == sep_token),
-                   flags(is_punctuation), valid.sum(1), inputs, cls_token, sep_token, start)
+        tokens = [x.tokens for x in inputs]
+        return cls(attn, valid, padded(([t == cls_token for t in ts] for ts in tokens), False),
+                   padded(([t == sep_token for t in ts] for ts in tokens), False),
+                   padded(([is_punctuation(t) for t in ts] for ts in tokens), False),
+                   padded((x.segment_ids for x in inputs), 0), valid.sum(1), inputs, cls_token, sep_token, start,
+                   model_inputs)
 
     @classmethod
     def from_encoded(cls, enc: Encoded) -> "Batch":
@@ -86,24 +95,34 @@ class Batch:
                          [enc], enc.cls_token, enc.sep_token)
 
 
-def check_attention(attn: np.ndarray, tolerance: float = 1e-3) -> None:
-    """Raise ValueError unless `attn` [..., n, n] is finite, non-negative, with rows summing to 1."""
-    if not np.all(np.isfinite(attn)):
-        raise ValueError("attention contains NaN or infinite values")
-    if attn.size and attn.min() < 0:
-        raise ValueError("attention contains negative weights; pass probabilities (softmax output)")
-    sums = attn.sum(-1)
-    if attn.size and np.abs(sums - 1).max() > tolerance:
-        raise ValueError(f"attention rows must sum to 1 (found sums from {sums.min():.4f} to {sums.max():.4f}); "
-                         "pass softmax probabilities, not scores")
+def batches(encoder: Encoder, items: Sequence, batch_size: int = 32, attention: bool = True,
+            max_tokens: int | None = None, start: int = 0) -> Iterator[Batch]:
+    """`Batch`es of `items` (segments, texts or (a, b) pairs) in the order given: the one way from inputs to
+    the model. attention=False leaves `attn` None (callers that run the model themselves, with gradients or
+    edits, use `model_inputs`); max_tokens cuts each input (`Encoder.prepare`); start numbers the first input."""
+    for prepared, inputs, attn in encoder.batches(map(_as_item, items), batch_size, attention, max_tokens):
+        yield Batch.build(attn, inputs["attention_mask"].bool(), prepared, encoder.cls_token, encoder.sep_token,
+                          start, inputs)
+        start += len(prepared)
+
+
+def length_order(encoder: Encoder, items: Sequence) -> list[int]:
+    """Indices of `items` by token count (stable): batching them in this order wastes little on padding."""
+    lengths = [len(encoder.prepare(*_pair(item)).input_ids) for item in items]
+    return sorted(range(len(items)), key=lengths.__getitem__)
 
 
 class Reducer:
     """Consumes batches, keeps running sums. `key` names its settings in the cache key; `result()` is a
     dict of numpy arrays (what is cached); `merge(results)` combines the results of consecutive blocks of
-    inputs into the result of all of them; `load(result)` restores a reducer from a result."""
+    inputs into the result of all of them; `load(result)` restores a reducer from a result; `fresh()` is an
+    empty reducer with the same settings (one per block).
+
+    `needs_attention`: whether `update` reads `batch.attn`. A reducer that runs the model itself (with
+    gradients, or with edited attention) sets it False; a pass whose reducers all do runs no forward pass."""
 
     name = "reducer"
+    needs_attention = True
 
     @property
     def key(self) -> str:
@@ -121,6 +140,15 @@ class Reducer:
     def merge(self, results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         """Sums of the blocks' arrays, key by key (right for results that are running sums and counts)."""
         return {key: sum(r[key] for r in results[1:]) + results[0][key] for key in results[0]}
+
+    def fresh(self) -> "Reducer":
+        """A new, empty reducer with these settings (a deep copy of this one, which has seen no batch)."""
+        return copy.deepcopy(self)
+
+
+def concatenate(results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """`Reducer.merge` for reducers whose results hold one row per input: the blocks' rows one after the other."""
+    return {key: np.concatenate([r[key] for r in results]) for key in results[0]}
 
 
 class KeepExamples(Reducer):
@@ -184,6 +212,12 @@ def _as_item(item):
     return item.pair if isinstance(item, Segment) else item
 
 
+def _pair(item) -> tuple:
+    """(a, b) of an input: b None for a single text."""
+    item = _as_item(item)
+    return item if isinstance(item, tuple) else (item, None)
+
+
 def process_group() -> tuple[int, int]:
     """(rank, world size) of this process under torch.distributed (as `torchrun` starts it), else (0, 1)."""
     import torch.distributed as dist
@@ -194,33 +228,32 @@ def process_group() -> tuple[int, int]:
 
 
 def _pass(encoder: Encoder, items: Sequence, start: int, reducers: list[Reducer], batch_size: int,
-          bar) -> list[dict[str, np.ndarray]]:
+          max_tokens: int | None, bar) -> list[dict[str, np.ndarray]]:
     """Results of fresh copies of `reducers` over `items` (a block beginning at input `start`)."""
-    fresh = [copy.deepcopy(r) for r in reducers]
-    for prepared, attn, valid in encoder.attention_batches(map(_as_item, items), batch_size):
-        batch = Batch.build(attn, valid, prepared, encoder.cls_token, encoder.sep_token, start)
+    fresh = [r.fresh() for r in reducers]
+    attention = any(r.needs_attention for r in fresh)
+    for batch in batches(encoder, items, batch_size, attention, max_tokens, start):
         for reducer in fresh:
             reducer.update(batch)
-        start += len(prepared)
-        bar.update(len(prepared))
+        bar.update(len(batch.inputs))
     return [r.result() for r in fresh]
 
 
 def reduce(encoder: Encoder, items: Sequence, reducers: Iterable[Reducer], batch_size: int = 32,
            cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True,
-           block_size: int = BLOCK_SIZE) -> list[Reducer]:
+           block_size: int = BLOCK_SIZE, max_tokens: int | None = None, desc: str | None = None) -> list[Reducer]:
     """Run every reducer (new, not yet updated) over the attention of `items` (segments, texts or (a, b)
-    pairs), block by block, and fill them with the merged result.
+    pairs, each cut to `max_tokens` when given), block by block, and fill them with the merged result.
 
     Blocks with a valid cache entry are restored instead of recomputed; pass cache_dir=None to skip the
-    cache (and sharding). Returns the reducers, filled."""
+    cache (and sharding). `desc` labels the progress bar. Returns the reducers, filled."""
     reducers = list(reducers)
     if not items:
         raise ValueError("no inputs to extract attention from")
     if block_size < 1:
         raise ValueError(f"block_size must be at least 1, not {block_size}")
     starts = range(0, len(items), block_size)
-    data_key = items_fingerprint(items)
+    data_key = items_fingerprint(items) + ("" if max_tokens is None else f"/cut to {max_tokens}")
     versions = [reducer_version(r) for r in reducers]
 
     def path(r: int, b: int) -> Path:
@@ -241,13 +274,13 @@ def reduce(encoder: Encoder, items: Sequence, reducers: Iterable[Reducer], batch
         if not blocks:
             return
         total = sum(min(block_size, len(items) - starts[b]) for b in blocks)
-        with tqdm(total=total, desc=f"attention of {encoder.name}{label}", unit="input",
+        with tqdm(total=total, desc=f"{desc or 'attention of ' + encoder.name}{label}", unit="input",
                   disable=not progress) as bar:
             for b in blocks:
                 todo = [r for r in range(len(reducers)) if results[r][b] is None]
                 start = starts[b]
                 block = _pass(encoder, items[start:start + block_size], start, [reducers[r] for r in todo],
-                              batch_size, bar)
+                              batch_size, max_tokens, bar)
                 for r, result in zip(todo, block):
                     results[r][b] = result
                     if cache_dir is not None:

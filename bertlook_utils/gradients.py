@@ -17,7 +17,12 @@ both (`intervene.matched_mass`), beside the edit that moves all of the sink mass
 a no-op, moving its mass should change the output less than moving the same mass between ordinary tokens.
 
 Every input weighs the same; results keep per-input values so that intervals can be taken over inputs.
-Both analyses are cached (model fingerprint + data + settings + this module's code version).
+
+Neither analysis can be a streaming reducer over attention maps: one needs the gradient of the objective
+with respect to the maps, the other runs the model again with edited maps. Each is a `Reducer` that runs the
+model itself (`needs_attention = False`) on the engine's padded batches (`extract.batches`, `Batch`), so both
+are cached block by block (model fingerprint + data + settings + this module's code version), resume and
+shard like every other pass.
 """
 from __future__ import annotations
 
@@ -30,12 +35,11 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from . import intervene
-from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
-from .corpora import Segment
-from .extract import is_punctuation, items_fingerprint
+from .cache import DEFAULT_CACHE_DIR
+from .conventions import head_frame
+from .extract import Batch, Reducer, concatenate, reduce
 from .intervals import mean_interval
 from .models import Encoder
 
@@ -47,57 +51,12 @@ DISTANCES = ("token_distance", "pooled_distance")
 
 
 # -- inputs -----------------------------------------------------------------------------------------
-@dataclass
-class TokenBatch:
-    """A padded batch ready for the model: `inputs` (input_ids, attention_mask[, token_type_ids]) and bool
-    masks [B, T]: valid, cls, sep, punct (". ,"), other (valid and none of those), segment_b (B's tokens)."""
-
-    inputs: dict[str, torch.Tensor]
-    valid: torch.Tensor
-    cls: torch.Tensor
-    sep: torch.Tensor
-    punct: torch.Tensor
-    other: torch.Tensor
-    segment_b: torch.Tensor
-
-    @property
-    def sinks(self) -> torch.Tensor:
-        return self.cls | self.sep
-
-    def category(self, name: str) -> torch.Tensor:
-        return getattr(self, name)
-
-
-def token_batch(encoder: Encoder, items: Sequence) -> TokenBatch:
-    """Tokenize items (segments, texts or (a, b) pairs) with `encoder.prepare` and pad them."""
-    prepared = [encoder.prepare(*_pair(item)) for item in items]
-    width = max(len(p.input_ids) for p in prepared)
-    pad = encoder.tokenizer.pad_token_id or 0
-
-    def padded(values, fill):
-        return torch.tensor([list(v) + [fill] * (width - len(v)) for v in values])
-
-    ids = padded([p.input_ids for p in prepared], pad)
-    valid = padded([[True] * len(p.input_ids) for p in prepared], False)
-    inputs = {"input_ids": ids, "attention_mask": valid.long()}
-    if "token_type_ids" in encoder.tokenizer.model_input_names:
-        inputs["token_type_ids"] = padded([p.token_type_ids for p in prepared], 0)
-    cls = padded([[t == encoder.cls_token for t in p.tokens] for p in prepared], False)
-    sep = padded([[t == encoder.sep_token for t in p.tokens] for p in prepared], False)
-    punct = padded([[is_punctuation(t) for t in p.tokens] for p in prepared], False)
-    segment_b = padded([[s == 1 for s in p.segment_ids] for p in prepared], False)
-    return TokenBatch(inputs, valid, cls, sep, punct, valid & ~cls & ~sep & ~punct, segment_b)
-
-
-def _pair(item) -> tuple:
-    if isinstance(item, Segment):
-        return item.pair
-    return item if isinstance(item, tuple) else (item, None)
-
-
-def _batches(items: Sequence, batch_size: int):
-    for start in range(0, len(items), batch_size):
-        yield start, items[start:start + batch_size]
+def category_mask(batch: Batch, category: str) -> torch.Tensor:
+    """bool [B, T]: the batch's tokens of one of CATEGORIES ("other": real tokens that are none of the rest)."""
+    masks = {"sep": batch.is_sep, "cls": batch.is_cls, "punct": batch.is_punct, "other": batch.other}
+    if category not in masks:
+        raise ValueError(f"category must be one of {CATEGORIES}, not {category!r}")
+    return masks[category]
 
 
 def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -117,7 +76,7 @@ class Objective:
     def module(self, encoder: Encoder) -> nn.Module:
         return encoder.model
 
-    def loss(self, module: nn.Module, batch: TokenBatch, seeds: Sequence[int]) -> torch.Tensor:
+    def loss(self, module: nn.Module, batch: Batch, seeds: Sequence[int]) -> torch.Tensor:
         raise NotImplementedError
 
 
@@ -130,12 +89,13 @@ class PairCosine(Objective):
     name = "pair-cosine"
     description = "cosine similarity of the mean-pooled final states of segment A and segment B"
 
-    def loss(self, module: nn.Module, batch: TokenBatch, seeds: Sequence[int]) -> torch.Tensor:
+    def loss(self, module: nn.Module, batch: Batch, seeds: Sequence[int]) -> torch.Tensor:
         words = batch.valid & ~batch.sinks
-        a, b = words & ~batch.segment_b, words & batch.segment_b
+        in_b = batch.segment == 1
+        a, b = words & ~in_b, words & in_b
         if not (a.any(1) & b.any(1)).all():
             raise ValueError("PairCosine needs (a, b) pairs with words on both sides; give segments or pairs")
-        hidden = module(**batch.inputs).last_hidden_state
+        hidden = module(**batch.model_inputs).last_hidden_state
         return nn.functional.cosine_similarity(mean_pool(hidden, a), mean_pool(hidden, b), dim=-1)
 
 
@@ -154,14 +114,14 @@ class MaskedLM(Objective):
     def module(self, encoder: Encoder) -> nn.Module:
         return self.model
 
-    def loss(self, module: nn.Module, batch: TokenBatch, seeds: Sequence[int]) -> torch.Tensor:
-        ids = batch.inputs["input_ids"]
+    def loss(self, module: nn.Module, batch: Batch, seeds: Sequence[int]) -> torch.Tensor:
+        ids = batch.model_inputs["input_ids"]
         masked = torch.zeros_like(batch.valid)
         for i, seed in enumerate(seeds):
             candidates = torch.nonzero(batch.valid[i] & ~batch.sinks[i]).flatten()
             order = torch.randperm(len(candidates), generator=torch.Generator().manual_seed(int(seed)))
             masked[i, candidates[order[:max(1, round(self.rate * len(candidates)))]]] = True
-        inputs = dict(batch.inputs, input_ids=torch.where(masked, self.mask_token_id, ids))
+        inputs = dict(batch.model_inputs, input_ids=torch.where(masked, self.mask_token_id, ids))
         logits = module(**inputs).logits
         ce = nn.functional.cross_entropy(logits.transpose(1, 2), ids, reduction="none")
         return (ce * masked).sum(1) / masked.sum(1)
@@ -177,10 +137,12 @@ def objective_for(encoder: Encoder) -> Objective:
     """`MaskedLM` with the checkpoint's own MLM head when it has one (as the paper), else `PairCosine`."""
     if not has_mlm_head(encoder):
         return PairCosine()
+    if encoder.folder is None:
+        raise ValueError(f"{encoder.name} declares a masked-LM head but was not loaded from a folder, so its head "
+                         "cannot be read: load it with load_encoder, or pass an objective")
     from transformers import AutoModelForMaskedLM
 
-    folder = encoder.model.config._name_or_path
-    model = AutoModelForMaskedLM.from_pretrained(folder, attn_implementation="eager")
+    model = AutoModelForMaskedLM.from_pretrained(encoder.folder, attn_implementation="eager")
     return MaskedLM(model, encoder.tokenizer.mask_token_id)
 
 
@@ -209,8 +171,6 @@ class GradientResult:
 
     def by_head(self, value: str = "gradient") -> pd.DataFrame:
         """One row per head (1-indexed layer, head), one column per category: the mean over inputs."""
-        from .surface import head_frame
-
         array = getattr(self, value)
         return head_frame({c: np.nanmean(array[..., i], axis=0) for i, c in enumerate(CATEGORIES)})
 
@@ -226,13 +186,13 @@ class GradientResult:
         return pd.DataFrame(rows, columns=["layer", "category", "ratio", "low", "high"])
 
 
-def _per_category(values: torch.Tensor, batch: TokenBatch, mean_over_columns: bool) -> torch.Tensor:
+def _per_category(values: torch.Tensor, batch: Batch, mean_over_columns: bool) -> torch.Tensor:
     """values [B, H, T, T] -> [B, H, 4]: per category, the sum (attention) or mean (gradient) over its
     columns, then the mean over the input's rows."""
     rows = batch.valid.to(values.dtype)
     out = []
     for category in CATEGORIES:
-        columns = batch.category(category).to(values.dtype)
+        columns = category_mask(batch, category).to(values.dtype)
         per_row = (values * columns[:, None, None, :]).sum(-1)
         if mean_over_columns:
             per_row = per_row / columns.sum(1)[:, None, None]  # NaN (0/0) where the category is absent
@@ -240,39 +200,57 @@ def _per_category(values: torch.Tensor, batch: TokenBatch, mean_over_columns: bo
     return torch.stack(out, -1)
 
 
+class AttentionGradients(Reducer):
+    """Per input, |∂L/∂α| and α per layer, head and category (see `GradientResult`): the objective's forward
+    and backward pass on each batch, with `intervene.Capture` keeping the maps in the graph."""
+
+    name = "attention_gradients"
+    needs_attention = False  # it needs the maps inside the autograd graph, so it runs the model itself
+
+    def __init__(self, module: nn.Module, objective: Objective, seed: int):
+        self.module, self.objective, self.seed = module, objective, seed
+        self.gradient: list[torch.Tensor] = []
+        self.attention: list[torch.Tensor] = []
+        self.arrays: dict[str, np.ndarray] = {}
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.objective.name}-{self.seed}"
+
+    def fresh(self) -> "AttentionGradients":
+        return AttentionGradients(self.module, self.objective, self.seed)  # shares the model, never copies it
+
+    def update(self, batch: Batch) -> None:
+        capture = intervene.Capture()
+        with torch.enable_grad(), intervene.edit_attention(self.module, capture):
+            seeds = [self.seed + batch.start + i for i in range(len(batch.inputs))]
+            loss = self.objective.loss(self.module, batch, seeds)
+        grads = capture.gradients(loss.sum())
+        layers = sorted(grads)
+        self.gradient.append(torch.stack([_per_category(grads[l].abs(), batch, True) for l in layers], 1))
+        self.attention.append(torch.stack([_per_category(capture.probs[l].detach(), batch, False) for l in layers], 1))
+
+    def result(self) -> dict[str, np.ndarray]:
+        return {"gradient": torch.cat(self.gradient).double().numpy(),
+                "attention": torch.cat(self.attention).double().numpy()}
+
+    merge = staticmethod(concatenate)
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.arrays = result
+
+
 def attention_gradients(encoder: Encoder, items: Sequence, objective: Objective | None = None,
                         batch_size: int = 8, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
                         progress: bool = True) -> GradientResult:
-    """|∂L/∂α| and α per input, layer, head and category (see `GradientResult`), cached."""
+    """|∂L/∂α| and α per input, layer, head and category (see `GradientResult`), cached block by block."""
     if not items:
         raise ValueError("no inputs: give segments, texts or (a, b) pairs")
     objective = objective or objective_for(encoder)
-    path = None
-    if cache_dir is not None:
-        path = entry_path(cache_dir, "gradients", encoder.fingerprint, items_fingerprint(list(items)),
-                          objective.name, str(seed), version=code_version("gradients"))
-        cached = load_result(path)
-        if cached is not None:
-            return GradientResult(cached["gradient"], cached["attention"], objective.name)
-    module = objective.module(encoder)
-    gradient, attention = [], []
-    bar = tqdm(total=len(items), desc=f"attention gradients ({objective.name})", unit="input", disable=not progress)
-    for start, chunk in _batches(items, batch_size):
-        batch = token_batch(encoder, chunk)
-        capture = intervene.Capture()
-        with torch.enable_grad(), intervene.edit_attention(module, capture):
-            loss = objective.loss(module, batch, [seed + start + i for i in range(len(chunk))])
-        grads = capture.gradients(loss.sum())
-        layers = sorted(grads)
-        gradient.append(torch.stack([_per_category(grads[l].abs(), batch, True) for l in layers], 1))
-        attention.append(torch.stack([_per_category(capture.probs[l].detach(), batch, False) for l in layers], 1))
-        bar.update(len(chunk))
-    bar.close()
-    result = GradientResult(torch.cat(gradient).double().numpy(), torch.cat(attention).double().numpy(),
-                            objective.name)
-    if path is not None:
-        save_result(path, {"gradient": result.gradient, "attention": result.attention})
-    return result
+    reducer = AttentionGradients(objective.module(encoder), objective, seed)
+    reduce(encoder, list(items), [reducer], batch_size=batch_size, cache_dir=cache_dir, progress=progress,
+           desc=f"attention gradients ({objective.name})")
+    return GradientResult(reducer.arrays["gradient"], reducer.arrays["attention"], objective.name)
 
 
 # -- the causal test --------------------------------------------------------------------------------
@@ -332,109 +310,92 @@ def _cosine_distance(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return 1 - nn.functional.cosine_similarity(x, y, dim=-1)
 
 
-def _edit(batch: TokenBatch, layer: int, head: int | None, source: str, amount: str, mode: str, seed: int):
+def _edit(batch: Batch, layer: int, head: int | None, source: str, amount: str, mode: str, seed: int):
     if source == "sink":
         return intervene.drain_tokens(layer, batch.sinks, batch.valid & ~batch.sinks, mode, head,
                                       matched=amount == "matched")
     return intervene.drain_random(layer, batch.sinks, batch.valid, mode, head, seed=seed)
 
 
+class SinkAblation(Reducer):
+    """Per input, scope and condition, how far the output moves when the sink mass is moved (`AblationResult`);
+    `between`: the pooled distances between different inputs of each batch, for the yardstick."""
+
+    name = "sink_ablation"
+    needs_attention = False  # it runs the model again with edited maps, so it runs the model itself
+
+    def __init__(self, model: nn.Module, scopes: Sequence[tuple[str, int, int | None]], seed: int):
+        self.model, self.scopes, self.seed = model, list(scopes), seed
+        self.rows: list[tuple] = []
+        self.between: list[torch.Tensor] = []
+        self.frame: pd.DataFrame | None = None
+        self.reference = float("nan")
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{json.dumps(self.scopes)}-{self.seed}"
+
+    def fresh(self) -> "SinkAblation":
+        return SinkAblation(self.model, self.scopes, self.seed)  # shares the model, never copies it
+
+    @torch.inference_mode()
+    def update(self, batch: Batch) -> None:
+        model, start, size = self.model, batch.start, len(batch.inputs)
+        base = model(**batch.model_inputs, output_attentions=True)
+        pooled = mean_pool(base.last_hidden_state, batch.valid)
+        pairs = torch.triu_indices(size, size, offset=1)
+        self.between.append(_cosine_distance(pooled[pairs[0]], pooled[pairs[1]]))
+        rows_mask = batch.valid.to(pooled.dtype)
+
+        def row_mean(values):  # [B, T] -> [B]
+            return (values * rows_mask).sum(1) / rows_mask.sum(1)
+
+        for s, (scope, layer, head) in enumerate(self.scopes):
+            edited = base.attentions[layer][:, slice(None) if head is None else slice(head, head + 1)]
+            sink_mass = (edited * batch.sinks[:, None, None, :]).sum(-1)
+            moved = {"all": row_mean(sink_mass.mean(1)),
+                     "matched": row_mean(intervene.matched_mass(sink_mass, 1 - sink_mass).mean(1))}
+            for source, amount, mode in CONDITIONS:
+                edit = _edit(batch, layer, head, source, amount, mode, self.seed + 1000 * s + start)
+                with intervene.edit_attention(model, edit):
+                    hidden = model(**batch.model_inputs).last_hidden_state
+                token = row_mean(_cosine_distance(hidden, base.last_hidden_state))
+                pool = _cosine_distance(mean_pool(hidden, batch.valid), pooled)
+                for i in range(size):
+                    self.rows.append((scope, layer + 1, 0 if head is None else head + 1, source, amount, mode,
+                                      start + i, float(token[i]), float(pool[i]), float(moved[amount][i])))
+
+    def result(self) -> dict[str, np.ndarray]:
+        frame = pd.DataFrame(self.rows, columns=["scope", "layer", "head", *CONDITION_COLUMNS, "input", *DISTANCES,
+                                                 "moved"])
+        return {**_frame_arrays(frame, "frame"), "between": torch.cat(self.between).double().numpy()}
+
+    merge = staticmethod(concatenate)
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.frame = _frame_from(result, "frame")
+        if len(result["between"]):
+            self.reference = float(result["between"].mean())
+
+
 def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, int]] = (), batch_size: int = 16,
                   seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True
                   ) -> AblationResult:
     """The causal test on `items`: every layer with all its heads edited, and each (layer, head) in `heads`
-    (0-based) alone, under every condition in CONDITIONS (source, amount, mode). Cached."""
+    (0-based) alone, under every condition in CONDITIONS (source, amount, mode). Cached block by block."""
     if not items:
         raise ValueError("no inputs: give segments, texts or (a, b) pairs")
+    if batch_size < 2:
+        raise ValueError("the reference distance needs batches of at least two inputs (batch_size >= 2)")
     scopes = [("layer", layer, None) for layer in range(encoder.n_layers)]
     for layer, head in heads:
         if not (0 <= layer < encoder.n_layers and 0 <= head < encoder.n_heads):
             raise ValueError(f"head ({layer}, {head}) does not exist: heads are 0-based (layer, head) pairs "
                              f"within {encoder.n_layers} layers x {encoder.n_heads} heads")
         scopes.append(("head", layer, head))
-    path = None
-    if cache_dir is not None:
-        path = entry_path(cache_dir, "sink-ablation", encoder.fingerprint, items_fingerprint(list(items)),
-                          json.dumps(scopes), str(seed), version=code_version("gradients"))
-        cached = load_result(path)
-        if cached is not None:
-            return AblationResult(_frame_from(cached, "frame"), float(cached["reference"]))
-    model, rows, between = encoder.model, [], []
-    bar = tqdm(total=len(items) * len(scopes) * len(CONDITIONS), desc="sink ablation", unit="pass",
-               disable=not progress)
-    with torch.inference_mode():
-        for start, chunk in _batches(items, batch_size):
-            batch = token_batch(encoder, chunk)
-            base = model(**batch.inputs, output_attentions=True)
-            pooled = mean_pool(base.last_hidden_state, batch.valid)
-            pairs = torch.triu_indices(len(chunk), len(chunk), offset=1)
-            between.append(_cosine_distance(pooled[pairs[0]], pooled[pairs[1]]))
-            rows_mask = batch.valid.to(pooled.dtype)
-
-            def row_mean(values):  # [B, T] -> [B]
-                return (values * rows_mask).sum(1) / rows_mask.sum(1)
-
-            for s, (scope, layer, head) in enumerate(scopes):
-                edited = base.attentions[layer][:, slice(None) if head is None else slice(head, head + 1)]
-                sink_mass = (edited * batch.sinks[:, None, None, :]).sum(-1)
-                moved = {"all": row_mean(sink_mass.mean(1)),
-                         "matched": row_mean(intervene.matched_mass(sink_mass, 1 - sink_mass).mean(1))}
-                for source, amount, mode in CONDITIONS:
-                    edit = _edit(batch, layer, head, source, amount, mode, seed + 1000 * s + start)
-                    with intervene.edit_attention(model, edit):
-                        hidden = model(**batch.inputs).last_hidden_state
-                    token = row_mean(_cosine_distance(hidden, base.last_hidden_state))
-                    pool = _cosine_distance(mean_pool(hidden, batch.valid), pooled)
-                    for i in range(len(chunk)):
-                        rows.append((scope, layer + 1, 0 if head is None else head + 1, source, amount, mode,
-                                     start + i, float(token[i]), float(pool[i]), float(moved[amount][i])))
-                    bar.update(len(chunk))
-    bar.close()
-    frame = pd.DataFrame(rows, columns=["scope", "layer", "head", *CONDITION_COLUMNS, "input", *DISTANCES, "moved"])
-    between = torch.cat(between)
-    if not len(between):
-        raise ValueError("the reference distance needs batches of at least two inputs (batch_size >= 2)")
-    reference = float(between.mean())
-    if path is not None:
-        save_result(path, {**_frame_arrays(frame, "frame"), "reference": np.array(reference)})
-    return AblationResult(frame, reference)
-
-
-# -- paper vs this run ------------------------------------------------------------------------------
-def comparison(result: GradientResult, ablation: AblationResult, mode: str = "renormalise") -> pd.DataFrame:
-    """Clark et al. §3.2 (Fig 3) beside this run: quantity, paper, this run, note."""
-    from . import paper  # presentation only: imported here so that editing it leaves cached results valid
-    from .report import by_depth
-
-    relative = result.relative()
-    by_layer = result.by_layer()
-    middle = by_depth(range(6, 11), result.gradient.shape[1])
-
-    def ratios(category):
-        return " / ".join(f"{v:.2f}" for v in relative[relative["category"] == category]["ratio"])
-
-    def middle_share(category):
-        chosen = by_layer[(by_layer["category"] == category) & by_layer["layer"].isin(middle)]
-        return f"{100 * chosen['attention'].mean():.1f} %"
-
-    contrast = ablation.contrast(mode=mode)
-    measured = contrast[(contrast["scope"] == "layer") & contrast["ratio"].notna()]
-    if len(measured):
-        strongest = measured.loc[measured["ratio"].idxmax()]
-        moving = (f"{measured['ratio'].min():.1f}x to {measured['ratio'].max():.1f}x the change",
-                  f"pooled embedding, one layer at a time; largest in layer {int(strongest['layer'])}")
-    else:
-        moving = ("no measurable change", f"moving mass between ordinary tokens moved the pooled embedding by "
-                                          f"less than {MIN_DISTANCE:g} in every layer")
-    rows = [
-        ("gradient on attention to [SEP] ÷ gradient on other tokens", paper.SURFACE["sep_gradient"],
-         ratios("sep"), f"per layer, layer 1 first; objective: {result.objective}"),
-        ("gradient on attention to [CLS] ÷ gradient on other tokens", "not reported (BERT-base's sink is [SEP])",
-         ratios("cls"), "per layer, layer 1 first"),
-        ("attention to [SEP] in the middle layers", "over half (layers 6-10)", middle_share("sep"),
-         f"layers {middle[0]}-{middle[-1]} here, by relative depth"),
-        ("attention to [CLS] in the middle layers", "small", middle_share("cls"), ""),
-        (f"moving the sink mass vs the same mass between ordinary tokens ({mode})", "not tested",
-         *moving),
-    ]
-    return pd.DataFrame(rows, columns=["quantity", "paper", "this run", "note"])
+    reducer = SinkAblation(encoder.model, scopes, seed)
+    reduce(encoder, list(items), [reducer], batch_size=batch_size, cache_dir=cache_dir, progress=progress,
+           desc="sink ablation")
+    if not np.isfinite(reducer.reference):
+        raise ValueError("the reference distance needs batches of at least two inputs; give at least two inputs")
+    return AblationResult(reducer.frame, reducer.reference)

@@ -3,20 +3,26 @@
 `load_encoder()` gives the embedded default (all-MiniLM-L6-v2, 6 layers x 12 heads, checked against its
 sha256); `load_encoder("bert-base-uncased")` or `load_encoder("/path/to/folder")` any other encoder.
 `Encoder.encode(a, b)` returns an `Encoded`: tokens, word alignment, segment ids and every attention map.
+`Encoder.prepare` tokenizes, `Encoder.pad` pads a batch (the kit's one padding routine) and `Encoder.batches`
+cuts inputs into padded batches: every analysis reaches the model through them (see `extract`).
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import socket
+import tempfile
 import warnings
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 from urllib.parse import urlparse
 
 import numpy as np
@@ -64,8 +70,9 @@ class Encoded:
 
 
 @dataclass
-class _Prepared:
-    """A tokenized input before the forward pass."""
+class Prepared:
+    """A tokenized input before the forward pass: input_ids and token_type_ids (what the model reads), tokens,
+    word_ids, words and segment_ids (as in `Encoded`)."""
 
     input_ids: list[int]
     token_type_ids: list[int]
@@ -77,13 +84,17 @@ class _Prepared:
 
 @dataclass
 class Encoder:
-    """A loaded encoder: `model` (eager attention, eval mode), `tokenizer` (fast), and its geometry."""
+    """A loaded encoder: `model` (eager attention, eval mode), `tokenizer` (fast), and its geometry.
+
+    fingerprint: sha256 of its weights (the model part of every cache key); folder: where it was loaded from
+    (None for a model built in memory)."""
 
     name: str
     model: torch.nn.Module
     tokenizer: object
     fingerprint: str
     max_tokens: int
+    folder: Path | None = None
     n_layers: int = field(init=False)
     n_heads: int = field(init=False)
 
@@ -104,8 +115,16 @@ class Encoder:
         return f"Encoder({self.name!r}, {self.n_layers} layers x {self.n_heads} heads)"
 
     # -- tokenization -------------------------------------------------------------------------------
-    def prepare(self, a: Text, b: Text | None = None) -> _Prepared:
-        """Tokenize one input (a string or a list of pre-split words, optionally a pair) and align words."""
+    def copy(self) -> "Encoder":
+        """A copy with its own weights (same tokenizer and fingerprint): for training without touching `model`."""
+        return Encoder(self.name, copy.deepcopy(self.model), self.tokenizer, self.fingerprint, self.max_tokens,
+                       self.folder)
+
+    def prepare(self, a: Text, b: Text | None = None, max_tokens: int | None = None) -> Prepared:
+        """Tokenize one input (a string or a list of pre-split words, optionally a pair) and align words.
+
+        max_tokens: cut the input to that many tokens, special tokens included, taking wordpieces from the end
+        of the longer text first (as fine-tuning does); None: refuse an input longer than the model takes."""
         parts = [_check_text(a, "a")] + ([] if b is None else [_check_text(b, "b")])
         pre_split = not isinstance(parts[0], str)
         if any(isinstance(p, str) == pre_split for p in parts[1:]):
@@ -118,8 +137,9 @@ class Encoder:
         spelled = parts
         if pre_split and self._space_before_words:  # spell each later word as it follows a space in running text
             spelled = [[w if i == 0 else " " + w for i, w in enumerate(part)] for part in parts]
+        cut = {"truncation": False} if max_tokens is None else {"truncation": True, "max_length": max_tokens}
         enc = self.tokenizer(*spelled, is_split_into_words=pre_split, return_offsets_mapping=not pre_split,
-                             add_special_tokens=True, truncation=False)
+                             add_special_tokens=True, **cut)
         ids = enc["input_ids"]
         if len(ids) > self.max_tokens:
             raise ValueError(f"the input has {len(ids)} tokens but {self.name} accepts at most {self.max_tokens}; "
@@ -149,7 +169,7 @@ class Encoder:
             for w, (start, end, seq) in spans.items():
                 words[w] = parts[seq][start:end]
         type_ids = enc["token_type_ids"] if "token_type_ids" in enc else segment_ids
-        return _Prepared(ids, list(type_ids), tokens, word_ids, words, segment_ids)
+        return Prepared(ids, list(type_ids), tokens, word_ids, words, segment_ids)
 
     def _warn_if_unknown(self, ids: Sequence[int], seq_ids: Sequence[int | None]) -> None:
         """UserWarning when every token of text a or b is the unknown token: the vocabulary misses its script."""
@@ -162,26 +182,12 @@ class Encoder:
                               "attention maps say nothing about the words; use a model whose vocabulary covers them",
                               UserWarning, stacklevel=3)
 
-    # -- forward passes -----------------------------------------------------------------------------
-    def attention_batches(self, items: Iterable[Item], batch_size: int = 16
-                          ) -> Iterator[tuple[list[_Prepared], torch.Tensor, torch.Tensor]]:
-        """Stream (prepared inputs, attn [B, L, H, T, T] float32, valid mask [B, T]) batch by batch.
-
-        Padding is masked, so row i of input b is exact over its first n_b columns and zero beyond them;
-        rows at padded positions are meaningless (use the mask)."""
-        batch: list[_Prepared] = []
-        for item in items:
-            a, b = item if isinstance(item, tuple) else (item, None)
-            batch.append(self.prepare(a, b))
-            if len(batch) == batch_size:
-                yield batch, *self.forward(batch)
-                batch = []
-        if batch:
-            yield batch, *self.forward(batch)
-
-    @torch.inference_mode()
-    def forward(self, batch: Sequence[_Prepared]) -> tuple[torch.Tensor, torch.Tensor]:
-        """attn [B, L, H, T, T] float32 and valid mask [B, T] for a padded batch."""
+    # -- batches and forward passes ---------------------------------------------------------------------
+    def pad(self, batch: Sequence[Prepared]) -> dict[str, torch.Tensor]:
+        """The model's inputs for a batch, padded on the right to its longest input: input_ids, attention_mask
+        (1 on real tokens: the valid mask) and, for models that read segments, token_type_ids; long [B, T]."""
+        if not batch:
+            raise ValueError("an empty batch: give at least one input")
         width = max(len(p.input_ids) for p in batch)
         pad = self.tokenizer.pad_token_id or 0
         ids = torch.full((len(batch), width), pad, dtype=torch.long)
@@ -195,12 +201,49 @@ class Encoder:
         inputs = {"input_ids": ids, "attention_mask": mask}
         if self._uses_token_types:
             inputs["token_type_ids"] = types
+        return inputs
+
+    def batches(self, items: Iterable[Item], batch_size: int = 16, attention: bool = True,
+                max_tokens: int | None = None
+                ) -> Iterator[tuple[list[Prepared], dict[str, torch.Tensor], torch.Tensor | None]]:
+        """Stream (prepared inputs, padded model inputs, attn [B, L, H, T, T] float32 or None) batch by batch,
+        in the order given; attention=False skips the forward pass (for callers that run the model
+        themselves, e.g. with gradients). max_tokens: see `prepare`."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        batch: list[Prepared] = []
+
+        def emit():
+            inputs = self.pad(batch)
+            return batch, inputs, self.attention(inputs) if attention else None
+
+        for item in items:
+            a, b = item if isinstance(item, tuple) else (item, None)
+            batch.append(self.prepare(a, b, max_tokens))
+            if len(batch) == batch_size:
+                yield emit()
+                batch = []
+        if batch:
+            yield emit()
+
+    def attention_batches(self, items: Iterable[Item], batch_size: int = 16
+                          ) -> Iterator[tuple[list[Prepared], torch.Tensor, torch.Tensor]]:
+        """Stream (prepared inputs, attn [B, L, H, T, T] float32, valid mask [B, T]) batch by batch.
+
+        Padding is masked, so row i of input b is exact over its first n_b columns and zero beyond them;
+        rows at padded positions are meaningless (use the mask)."""
+        for prepared, inputs, attn in self.batches(items, batch_size):
+            yield prepared, attn, inputs["attention_mask"].bool()
+
+    @torch.inference_mode()
+    def attention(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """attn [B, L, H, T, T] float32 of a padded batch (`pad`)."""
         out = self.model(**inputs, output_attentions=True)
         attentions = getattr(out, "attentions", None)
         if not attentions or any(a is None for a in attentions):
             raise RuntimeError(f"{self.name} returned no attention maps; BERTLook needs a model that can output "
                                "its attention probabilities (eager attention, output_attentions=True)")
-        return torch.stack(attentions, dim=1).float(), mask.bool()
+        return torch.stack(attentions, dim=1).float()
 
     def encode(self, a: Text, b: Text | None = None) -> Encoded:
         """Encode one text, pair of texts, or pre-split word list(s)."""
@@ -370,29 +413,66 @@ def _check_loaded(name: str, info: dict) -> None:
                          "belongs to another architecture or is incomplete: save the model again")
 
 
+@contextmanager
+def _quiet_transformers():
+    """transformers' progress bars (loading, "Writing model shards") and notices off inside the block: noise here."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def save_folder(folder: Path | str, model: torch.nn.Module, tokenizer,
+                extra: Callable[[Path], None] | None = None) -> Path:
+    """Save a model and its tokenizer as a folder that `load_encoder(folder)` reads, atomically: written to a
+    temporary sibling (plus whatever `extra(tmp)` adds), then renamed into place. When another process has
+    written the folder first, its copy is kept and this one discarded."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".", suffix=".tmp"))
+    try:
+        with _quiet_transformers():
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+        if extra is not None:
+            extra(tmp)
+        tmp.rename(folder)
+    except OSError:
+        if not (folder / "config.json").exists():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def model_name(text: str | None) -> str | None:
+    """A model named on a command line or in $BERTLOOK_MODEL -> what `load_encoder` takes: "", "default" and
+    None are the embedded default (None, its one spelling in the package); anything else is a name or folder."""
+    return None if text is None or text.strip() in ("", "default") else text
+
+
 def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
     """Load an encoder with eager attention in eval mode.
 
     None: the embedded default (all-MiniLM-L6-v2), verified against its sha256. Otherwise a local folder
     or a Hugging Face name (needs the network or a local cache)."""
     from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
     name, folder = _resolve(name_or_path)
     _check_folder(folder)
-    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()  # the weight-loading progress bar and notices are noise here
-    hf_logging.disable_progress_bar()
-    try:
+    with _quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(folder)
         if not tokenizer.is_fast:
             raise ValueError(f"{name}: BERTLook needs a fast tokenizer (tokenizer.json) to align words")
         model, info = AutoModel.from_pretrained(folder, attn_implementation="eager", output_loading_info=True)
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
     _check_loaded(name, info)
     model.eval()
     fingerprint = DEFAULT_SHA256 if name_or_path is None else _weights_fingerprint(folder)
-    return Encoder(name, model, tokenizer, fingerprint, _max_tokens(model, tokenizer))
+    return Encoder(name, model, tokenizer, fingerprint, _max_tokens(model, tokenizer), folder)

@@ -1,7 +1,8 @@
-"""The numbers the two papers report, as data for "paper vs this run" tables (see shared/PAPERS.md).
+"""The numbers the two papers report, as data for the "paper vs this run" tables (see shared/PAPERS.md).
 
-Clark et al. 2019 used BERT-base (12 layers x 12 heads); Kovaleva et al. 2019 bert-base-uncased fine-tuned
-on GLUE. Heads are 1-indexed "layer-head" strings, as in the papers.
+Every number and claim of the papers that the kit shows is typed here once; `compare` turns them into
+tables. Clark et al. 2019 used BERT-base (12 layers x 12 heads); Kovaleva et al. 2019 bert-base-uncased
+fine-tuned on GLUE. Heads are 1-indexed "layer-head" strings, as in the papers.
 """
 from __future__ import annotations
 
@@ -11,18 +12,27 @@ CLARK = "Clark et al. 2019"
 KOVALEVA = "Kovaleva et al. 2019"
 PAPER_MODEL = "BERT-base (12 layers x 12 heads)"
 
-# Clark et al. §3 (surface attention and entropy)
+# Clark et al. §3 (surface attention)
 SURFACE = {
-    "heads_prev_over_half": 4,  # in layers 2, 4, 7, 8
+    "heads_prev_over_half": 4,
     "heads_prev_layers": (2, 4, 7, 8),
-    "heads_next_over_half": 5,  # in layers 1, 2, 2, 3, 6
+    "heads_next_over_half": 5,
     "heads_next_layers": (1, 2, 2, 3, 6),
-    "sep_share_layers_6_10": "over half",  # of attention in layers 6-10 goes to [SEP]
+    "sep_middle_layers": (6, 10),  # "over half" of the attention of layers 6-10 goes to [SEP]
+    "sep_middle_share": "over half",
+    "cls_middle_share": "small (the sink is [SEP])",
     "sep_sep": "> 90 %",
-    "cls_entropy_last_layer": 3.89,  # nats
-    "broad_heads": "some lower-layer heads put <= 10 % on any single word",
-    "sink_by_depth": "early: [CLS]; middle: [SEP]; deep: periods and commas",
+    "sink_by_depth": ("[CLS]", "[SEP]", '". ,"'),  # what early / middle / deep layers attend to most
     "sep_gradient": "becomes very small from layer 5 on",
+    "cls_gradient": "not reported (BERT-base's sink is [SEP])",
+}
+
+# Clark et al. §3.3 (entropy, Fig 4)
+ENTROPY = {
+    "cls_entropy_last_layer": 3.89,  # nats
+    "broad_heads": "some, in lower layers",  # putting <= 10 % on any single word
+    "highest_entropy": "close to uniform in layer 1",
+    "entropy_by_layer": "high in lower layers, lower in the middle",
 }
 
 # Clark et al. Figure 1: example heads and what they do
@@ -39,6 +49,7 @@ TABLE1 = pd.DataFrame(
      ("ccomp", "8-1", 48.8, 12.4, -2, "dep->head"), ("mark", "8-2", 50.7, 14.5, 2, "dep->head"),
      ("prt", "6-7", 99.1, 91.4, -1, "dep->head")],
     columns=["relation", "head", "accuracy", "baseline", "offset", "direction"])
+SD_TO_SPACY = {"nn": "compound"}  # Stanford Dependencies (Clark et al.) -> spaCy's ClearNLP labels
 
 # Table 2: coreference antecedent selection accuracy %, head 5-4
 TABLE2 = pd.DataFrame(
@@ -57,10 +68,13 @@ TABLE3 = pd.DataFrame(
 DARK_SECRETS = {
     "patterns": ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous"),
     "classifier_f1": 0.86,
-    "heterogeneous_share": (0.32, 0.61),  # MRPC .. QQP
+    "labelled_maps": 400,  # about; a CNN, never released
+    "heterogeneous_share": (0.32, 0.61),
+    "heterogeneous_tasks": ("MRPC", "QQP"),  # where the share is lowest / highest
     "most_changed_layers": "the last two",
-    "head_disabling_gain": (0.1, 1.2),  # points, STS-B .. MRPC
-    "finetuned_vs_pretrained_gain": 35.9,
+    "head_disabling_gain": (0.1, 1.2),  # points
+    "head_disabling_tasks": ("STS-B", "MRPC"),
+    "finetuned_vs_pretrained_gain": 35.9,  # points, average over tasks
 }
 
 # Vig's BertViz patterns
@@ -76,6 +90,7 @@ VIG_PATTERNS = (
 # Clark et al. §6, Figure 6: heads embedded by metric MDS on summed Jensen-Shannon divergences
 CLUSTERING = {
     "same_layer": "heads of the same layer often sit close together",
+    "behaviour_close": "clear clusters",
     "behaviour_clusters": ("broad", "next token", "previous token", "[CLS]", "[SEP]", "punctuation"),
     "thresholds": "broad: entropy > 3.8 nats; prev/next: > 0.5; [CLS]/[SEP]/punctuation: > 0.6",
 }

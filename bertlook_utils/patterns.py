@@ -36,13 +36,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .extract import Batch, Reducer, check_attention, reduce
+from .cache import DATA_DIR
+from .conventions import check_attention
+from .extract import Batch, Reducer, reduce
 from .models import Encoded, Encoder
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 FEATURES = ("stripes", "special", "diagonal", "within", "entropy")
 STRIPE_COLUMNS = 3
-LABELS_PATH = Path(__file__).resolve().parent.parent / "data" / "patterns" / "labels.csv"
+LABELS_PATH = DATA_DIR / "patterns" / "labels.csv"
 
 # Fitted to the 160 maps of data/patterns/labels.csv with fit_thresholds over GRID (macro-F1 0.65 and
 # accuracy 0.77 on those labels; cross-validated, refitted in each fold: macro-F1 0.54, accuracy 0.69).
@@ -242,13 +244,10 @@ class PatternCounts(Reducer):
         return f"{self.name}-{json.dumps(self.thresholds, sort_keys=True)}"
 
     def update(self, batch: Batch) -> None:
-        B, L, H, T, _ = batch.attn.shape
-        special = batch.is_cls | batch.is_sep
-        segment = torch.zeros(B, T, dtype=torch.long)
-        for i, x in enumerate(batch.inputs):
-            segment[i, :len(x.segment_ids)] = torch.tensor(x.segment_ids)
-        is_pair = segment.amax(1) > 0
-        feats = {k: v.numpy() for k, v in batch_features(batch.attn, batch.valid, special, segment, is_pair).items()}
+        L, H = batch.attn.shape[1:3]
+        is_pair = batch.segment.amax(1) > 0
+        feats = {k: v.numpy() for k, v in batch_features(batch.attn, batch.valid, batch.sinks, batch.segment,
+                                                         is_pair).items()}
         names = classify_features(feats, is_pair.numpy()[:, None, None], self.thresholds)
         if self.counts is None:
             self.counts = np.zeros((L, H, len(PATTERNS)), dtype=np.int64)
@@ -330,40 +329,3 @@ def labelled_features(labels: pd.DataFrame, encoders: Mapping[str, Encoder], inp
             rows.append({"index": index, **{k: float(v[l, h]) for k, v in feats.items()}, "is_pair": pair})
     frame = pd.DataFrame(rows).set_index("index").sort_index()
     return labels.join(frame)
-
-
-# -- paper vs this run ------------------------------------------------------------------------------
-def paper_comparison(classifier_f1: float, heterogeneous: Mapping[str, float], similarity: Mapping[str, np.ndarray],
-                     scans: Mapping[str, pd.DataFrame], scores: pd.DataFrame) -> pd.DataFrame:
-    """Kovaleva et al.'s findings (paper.DARK_SECRETS) beside this run's.
-
-    classifier_f1: NaN when the hand labels could not be scored (another model than the one they describe);
-    heterogeneous: task -> share of heterogeneous maps; similarity: task -> cosine [L, H]; scans: task ->
-    `finetune.disabling_scan` frame; scores: per task (index) columns "frozen encoder + linear head", "fine-tuned"."""
-    from .paper import DARK_SECRETS
-
-    def per_task(values: Mapping[str, str]) -> str:
-        return "; ".join(f"{v} ({task})" for task, v in values.items())
-
-    changed = {task: "layers " + ", ".join(str(int(i) + 1) for i in sorted(np.argsort(sim.mean(1))[:2]))
-               for task, sim in similarity.items()}
-    gains = {}
-    for task, scan in scans.items():
-        heads = scan[scan["head"] > 0]
-        gains[task] = f"{100 * heads['delta_accuracy'].max():+.1f} points"
-    tuning = {task: f"{100 * (row['fine-tuned'] - row['frozen encoder + linear head']):+.1f} points"
-              for task, row in scores.iterrows()}
-    low, high = DARK_SECRETS["heterogeneous_share"]
-    g_low, g_high = DARK_SECRETS["head_disabling_gain"]
-    agreement = (f"macro-F1 {classifier_f1:.2f} (rules, {len(load_labels())} maps, cross-validated)"
-                 if np.isfinite(classifier_f1) else "not measured (the hand labels describe the default model's maps)")
-    rows = [
-        ("classifier vs hand labels", f"F1 {DARK_SECRETS['classifier_f1']:.2f} (CNN, ~400 maps)", agreement),
-        ("heterogeneous share (fine-tuned)", f"{low:.0%} (MRPC) to {high:.0%} (QQP)",
-         per_task({t: f"{v:.0%}" for t, v in heterogeneous.items()})),
-        ("layers changed most by fine-tuning", DARK_SECRETS["most_changed_layers"], per_task(changed)),
-        ("best single-head disabling", f"{g_low:+.1f} (STS-B) to {g_high:+.1f} (MRPC) points", per_task(gains)),
-        ("fine-tuned vs frozen pre-trained", f"{DARK_SECRETS['finetuned_vs_pretrained_gain']:+.1f} points (average)",
-         per_task(tuning)),
-    ]
-    return pd.DataFrame(rows, columns=["finding", "paper (BERT-base, GLUE)", "this run"])

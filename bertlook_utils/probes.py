@@ -29,8 +29,6 @@ import contextlib
 import hashlib
 import importlib.util
 import json
-import shutil
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -44,23 +42,22 @@ from tqdm.auto import tqdm
 
 from . import syntax
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
-from .extract import check_attention
-from .models import Encoder, load_encoder
-from .paper import TABLE3
+from .conventions import check_attention, head_label
+from .models import Encoder, load_encoder, save_folder
 from .trees import mst_heads
 
 LEARNING_RATE = 0.002  # Clark et al.
 VECTOR_SOURCES = ("spacy-md", "embeddings")
 N_DISTANCE_FEATURES = 8
 PROBE_KINDS = ("attention", "attention+vectors", "distances+vectors")
-# Rows of Table 3: (our name, the paper's row or None, probe kind, model: "pretrained"/"random"/None)
+# The models of Table 3: (name, probe kind, attention from the "pretrained" or the "random" model, or None)
 MODELS = (
-    ("right-branching", "right-branching", None, None),
-    ("distances + vectors", "distances + GloVe", "distances+vectors", None),
-    ("random-init attention + vectors", "random-init attention + GloVe", "attention+vectors", "random"),
-    ("random-init attention only", None, "attention", "random"),
-    ("attention only", "attention only", "attention", "pretrained"),
-    ("attention + vectors", "attention + GloVe", "attention+vectors", "pretrained"),
+    ("right-branching", None, None),
+    ("distances + vectors", "distances+vectors", None),
+    ("random-init attention + vectors", "attention+vectors", "random"),
+    ("random-init attention only", "attention", "random"),
+    ("attention only", "attention", "pretrained"),
+    ("attention + vectors", "attention+vectors", "pretrained"),
 )
 
 
@@ -441,23 +438,7 @@ def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str =
             embeddings.load_state_dict(encoder.model.embeddings.state_dict())
         else:
             model.get_input_embeddings().load_state_dict(encoder.model.get_input_embeddings().state_dict())
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=cache_dir, prefix=folder.name, suffix=".tmp"))
-        from transformers.utils import logging as hf_logging
-
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()  # no "Writing model shards" bar for a 1-shard model
-        try:
-            model.save_pretrained(tmp)
-            encoder.tokenizer.save_pretrained(tmp)
-            tmp.rename(folder)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if not (folder / "config.json").exists():
-                raise
-        finally:
-            if bars:
-                hf_logging.enable_progress_bar()
+        save_folder(folder, model, encoder.tokenizer)
     random_encoder = load_encoder(folder)
     random_encoder.name = f"{encoder.name} (random init, seed {seed})"
     return random_encoder
@@ -468,8 +449,8 @@ def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str =
 class ProbeResults:
     """Everything `run_probes` measured (UAS in %).
 
-    table: one row per model: `model`, `paper_model` (the row of Clark et al.'s Table 3), `uas_argmax`,
-    `uas_mst`, `paper_uas`. curves: `model`, `epoch`, `train_loss`, `heldout_uas` (argmax).
+    table: one row per model (MODELS): `model`, `uas_argmax`, `uas_mst`. curves: `model`, `epoch`,
+    `train_loss`, `heldout_uas` (argmax).
     weights [2, L, H]: the attention-only probe's word weights (dep->head, head->dep), per root-mean-square
     attention of each map; root_weights [2, L, H]: its ROOT weights (to [CLS], to [SEP]). head_accuracy [2, L, H]: each
     map alone on the selection half (`syntax.accuracy_grid`, relation "all"); best_heads: the best map per
@@ -537,7 +518,7 @@ def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors
             del examples
         scale = feature_scale(batches["train"])
         n_maps, dim = scale.shape[-1], batches["train"][0]["vecs"].shape[2]
-        for name, _, kind, which in MODELS:
+        for name, kind, which in MODELS:
             # the distances + vectors baseline reads no attention: it rides on the pretrained model's batches
             if which == model or (kind == "distances+vectors" and model == "pretrained"):
                 probe = make_probe(kind, n_maps, dim, seed, scale)
@@ -575,7 +556,6 @@ def _single_heads(examples: Sequence, min_relation: int) -> dict[str, np.ndarray
 
 
 def _results(arrays: dict[str, np.ndarray], heldout: Sequence, vectors: str) -> ProbeResults:
-    paper = dict(zip(TABLE3["model"], TABLE3["uas"]))
     names = [m[0] for m in MODELS]
     words = pd.DataFrame([(i, w + 1, rel, int(h), bool(p)) for i, s in enumerate(heldout)
                           for w, (rel, h, p) in enumerate(zip(s.relations, s.heads, s.is_punct))],
@@ -583,11 +563,9 @@ def _results(arrays: dict[str, np.ndarray], heldout: Sequence, vectors: str) -> 
     for name, argmax, mst in zip(names, arrays["pred_argmax"], arrays["pred_mst"]):
         words[name], words[f"{name} (MST)"] = argmax.astype(int), mst.astype(int)
     scored = words[~words["is_punct"]]
-    table = pd.DataFrame([{"model": name, "paper_model": paper_name or "(not in the paper)",
-                           "uas_argmax": 100 * float((scored[name] == scored["gold"]).mean()),
-                           "uas_mst": 100 * float((scored[f"{name} (MST)"] == scored["gold"]).mean()),
-                           "paper_uas": paper.get(paper_name, np.nan)}
-                          for name, paper_name, _, _ in MODELS])
+    table = pd.DataFrame([{"model": name, "uas_argmax": 100 * float((scored[name] == scored["gold"]).mean()),
+                           "uas_mst": 100 * float((scored[f"{name} (MST)"] == scored["gold"]).mean())}
+                          for name in names])
     curves = pd.concat([pd.DataFrame(block, columns=["epoch", "train_loss", "heldout_uas"]).assign(model=str(name))
                         for name, block in zip(arrays["curve_models"], arrays["curves"])], ignore_index=True)
     curves["epoch"] = curves["epoch"].astype(int)
@@ -600,31 +578,17 @@ def _results(arrays: dict[str, np.ndarray], heldout: Sequence, vectors: str) -> 
                         len(heldout), vectors)
 
 
-def table3(results: ProbeResults) -> pd.DataFrame:
-    """Table 3 side by side: every row of the paper's table (its wording) with this run's UAS (argmax and
-    MST, %) where we trained the same kind of model; rows only we report come last."""
-    ours = results.table.set_index("paper_model")
+def weight_table(results: ProbeResults) -> pd.DataFrame:
+    """One row per map (head and direction) of the attention-only probe: head (1-indexed label), direction,
+    weight (per root-mean-square of the map), accuracy of the map alone on the selection half (%), and the
+    relations it is the best map for there (as notebook 04 finds them; "-" for none)."""
+    best = results.best_heads[results.best_heads["relation"] != "all"]
+    n_layers, n_heads = results.weights.shape[1:]
     rows = []
-    for paper_model, paper_uas in zip(TABLE3["model"], TABLE3["uas"]):
-        row = ours.loc[paper_model] if paper_model in ours.index else None
-        rows.append((paper_model, paper_uas, None if row is None else row["model"],
-                     np.nan if row is None else row["uas_argmax"], np.nan if row is None else row["uas_mst"]))
-    for _, row in results.table[results.table["paper_model"] == "(not in the paper)"].iterrows():
-        rows.append(("(not in the paper)", np.nan, row["model"], row["uas_argmax"], row["uas_mst"]))
-    return pd.DataFrame(rows, columns=["paper model", "paper UAS", "this run", "UAS argmax", "UAS MST"])
-
-
-def comparison(results: ProbeResults) -> pd.DataFrame:
-    """The paper's claims as differences of UAS points (paper vs this run, argmax): what attention adds over
-    the baselines, and what pre-training adds over random weights."""
-    uas_of = dict(zip(results.table["model"], results.table["uas_argmax"]))
-    paper = dict(zip(TABLE3["model"], TABLE3["uas"]))
-    claims = [("attention only - right-branching", "attention only", "right-branching"),
-              ("attention only - distances + vectors", "attention only", "distances + vectors"),
-              ("attention + vectors - attention only", "attention + vectors", "attention only"),
-              ("attention + vectors - distances + vectors", "attention + vectors", "distances + vectors"),
-              ("attention + vectors - random-init attention + vectors", "attention + vectors",
-               "random-init attention + vectors")]
-    paper_name = {m[0]: m[1] for m in MODELS}
-    return pd.DataFrame([(claim, paper[paper_name[a]] - paper[paper_name[b]], uas_of[a] - uas_of[b])
-                         for claim, a, b in claims], columns=["UAS difference (points)", "paper", "this run"])
+    for d, direction in enumerate(syntax.DIRECTIONS):
+        for layer in range(1, n_layers + 1):
+            for head in range(1, n_heads + 1):
+                found = best[(best["direction"] == direction) & (best["layer"] == layer) & (best["head"] == head)]
+                rows.append((head_label(layer, head), direction, results.weights[d, layer - 1, head - 1],
+                             results.head_accuracy[d, layer - 1, head - 1], ", ".join(found["relation"]) or "-"))
+    return pd.DataFrame(rows, columns=["head", "direction", "weight", "accuracy alone %", "best for (nb 04)"])

@@ -18,21 +18,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .extract import Batch, KeepExamples, Reducer, check_attention, is_punctuation, reduce
+from .conventions import check_attention, head_frame, is_punctuation
+from .extract import Batch, KeepExamples, Reducer, reduce
 from .models import Encoded, Encoder
 
 TOKEN_COLUMNS = ("self", "prev", "next", "cls", "sep", "sep_sep", "rest_sep", "punct")
 ENTROPY_COLUMNS = ("entropy", "cls_entropy", "uniform", "max_weight")
 SMOOTHING = 1e-4
-
-
-def head_frame(values: dict[str, np.ndarray]) -> pd.DataFrame:
-    """One row per head, `layer` and `head` 1-indexed, one column per [L, H] array in `values`."""
-    n_layers, n_heads = next(iter(values.values())).shape
-    layer, head = np.meshgrid(np.arange(1, n_layers + 1), np.arange(1, n_heads + 1), indexing="ij")
-    frame = {"layer": layer.ravel(), "head": head.ravel()}
-    frame.update({k: np.asarray(v, dtype=float).ravel() for k, v in values.items()})
-    return pd.DataFrame(frame)
 
 
 class _MeanOverInputs(Reducer):

@@ -5,12 +5,14 @@ syntactic head, relation by relation, compared with the best fixed-offset baseli
     head_accuracy(examples)                             # best head per relation (+ "all")
     offset_baseline(examples)                           # best fixed offset per relation
 
-For long runs `score_sentences(encoder, sentences)` streams the same computation without keeping any map
-and caches the per-dependent outcomes (`HeadScores`), from which every table here is built.
+For long runs `score_sentences(encoder, sentences)` streams the same computation without keeping any map:
+a reducer on `extract.reduce`, so it is cached block by block, resumes and shards like every other pass; it
+keeps the per-dependent outcomes (`HeadScores`), from which every table here is built.
 """
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -19,10 +21,11 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
-from .extract import check_attention
+from .cache import DEFAULT_CACHE_DIR
+from .conventions import check_attention, head_frame, head_label
+from .extract import Batch, Reducer, batches, concatenate, reduce
 from .intervals import bootstrap_interval
-from .models import Encoder
+from .models import Encoder, Prepared
 from .parses import POSSESSIVE_MARKERS, Sentence, split_halves, to_conllu
 from .wordlevel import to_word_level
 
@@ -35,17 +38,25 @@ class ParsedAttention:
     """Word-level attention of one parsed sentence.
 
     word_attn: float32 [L, H, m, m], [CLS] as word 0, the final [SEP] as word m-1 (m = n_words + 2), rows
-    sum to 1; heads: int [m-2] (0 = ROOT, i = the i-th word, 1-based); relations, words, is_punct: [m-2];
+    sum to 1; heads: int [m-2] (0 = ROOT, i = the i-th word, 1-based); relations: [m-2]; words: [m-2]
+    (optional: "w1", "w2", ... when not given, so the possessive rule finds no marker); is_punct: [m-2]
+    (optional: from the words, a word made of punctuation characters; all False without words);
     id: the sentence's id."""
 
     word_attn: np.ndarray
     heads: np.ndarray
     relations: list[str]
-    words: list[str]
-    is_punct: list[bool]
+    words: list[str] | None = None
+    is_punct: list[bool] | None = None
     id: str = ""
 
     def __post_init__(self):
+        n_words = len(np.asarray(self.heads).reshape(-1))
+        if self.is_punct is None:
+            self.is_punct = [bool(w) and all(unicodedata.category(c).startswith("P") for c in w)
+                             for w in self.words or []] or [False] * n_words
+        if self.words is None:
+            self.words = [f"w{i}" for i in range(1, n_words + 1)]
         heads = np.asarray(self.heads)
         if heads.ndim != 1 or (heads.size and not np.issubdtype(heads.dtype, np.integer)):
             raise ValueError(f"sentence {self.id!r}: heads must be a flat list of integers (0 = ROOT, i = the i-th "
@@ -70,7 +81,7 @@ class ParsedAttention:
 
 
 # -- alignment ------------------------------------------------------------------------------------
-def _prepare(encoder: Encoder, sentence: Sentence):
+def _prepare(encoder: Encoder, sentence: Sentence) -> Prepared:
     """The encoder's prepared input for a sentence's words, checked to keep every word as one word."""
     try:
         prepared = encoder.prepare(list(sentence.words))
@@ -84,27 +95,26 @@ def _prepare(encoder: Encoder, sentence: Sentence):
     return prepared
 
 
-def _batches(encoder: Encoder, sentences: Sequence[Sentence], batch_size: int, from_mode: str, progress: bool
-             ) -> Iterator[tuple[int, ParsedAttention]]:
-    """(index in `sentences`, ParsedAttention) for every sentence, batched by similar length (less padding)."""
+def _examples(batch: Batch, sentences: Sequence[Sentence], from_mode: str) -> Iterator[tuple[int, ParsedAttention]]:
+    """(position among the pass's inputs, ParsedAttention) of every input of a batch of sentences' words;
+    sentences[k] is the sentence of input k of the pass."""
+    for i, x in enumerate(batch.inputs):
+        k = batch.start + i
+        s, n = sentences[k], len(x.tokens)
+        if list(x.words[1:-1]) != list(s.words):
+            raise ValueError(f"sentence {s.id!r}: the encoded words differ from the parser's; encode each "
+                             "sentence's own words, in order")
+        word_attn = to_word_level(batch.attn[i, :, :, :n, :n].numpy(), x.word_ids, from_mode)
+        yield k, ParsedAttention(word_attn, np.array(s.heads), list(s.relations), list(s.words), s.is_punct, s.id)
+
+
+def _length_order(encoder: Encoder, sentences: Sequence[Sentence]) -> list[int]:
+    """Indices of the sentences by token count (stable), after checking that each aligns: batching them in
+    this order wastes little on padding."""
     if not sentences:
         raise ValueError("no sentences to align")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
     prepared = [_prepare(encoder, s) for s in sentences]
-    order = sorted(range(len(sentences)), key=lambda i: len(prepared[i].input_ids))
-    bar = tqdm(total=len(sentences), desc=f"word-level attention of {encoder.name}", unit="sentence",
-               disable=not progress)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
-        attn, _ = encoder.forward([prepared[i] for i in chunk])
-        for row, i in enumerate(chunk):
-            p, s = prepared[i], sentences[i]
-            n = len(p.input_ids)
-            word_attn = to_word_level(attn[row, :, :, :n, :n].numpy(), p.word_ids, from_mode)
-            yield i, ParsedAttention(word_attn, np.array(s.heads), list(s.relations), list(s.words), s.is_punct, s.id)
-        bar.update(len(chunk))
-    bar.close()
+    return sorted(range(len(sentences)), key=lambda i: len(prepared[i].input_ids))
 
 
 def parsed_attention(encoder: Encoder, sentences: Sequence[Sentence], batch_size: int = 32, progress: bool = True,
@@ -113,12 +123,18 @@ def parsed_attention(encoder: Encoder, sentences: Sequence[Sentence], batch_size
 
     Each sentence is encoded from its parser words (pre-split), so every parser word is one word of the map;
     a word that gives no wordpieces raises ValueError naming the sentence. Attention from a split word is
-    the mean of its tokens' rows (`from_mode`, see `wordlevel.to_word_level`). Memory: about
-    4·L·H·m² bytes per sentence (~0.2 MB for 6 x 12 heads and 25 words); for thousands of sentences prefer
-    `score_sentences`, which streams."""
+    the mean of its tokens' rows (`from_mode`, see `wordlevel.to_word_level`). Batched by the engine
+    (`extract.batches`), sentences of similar length together. Memory: about 4·L·H·m² bytes per sentence
+    (~0.2 MB for 6 x 12 heads and 25 words); for thousands of sentences prefer `score_sentences`, which streams."""
+    order = _length_order(encoder, sentences)
+    ordered = [sentences[i] for i in order]
     out: list[ParsedAttention | None] = [None] * len(sentences)
-    for i, example in _batches(encoder, sentences, batch_size, from_mode, progress):
-        out[i] = example
+    with tqdm(total=len(sentences), desc=f"word-level attention of {encoder.name}", unit="sentence",
+              disable=not progress) as bar:
+        for batch in batches(encoder, [list(s.words) for s in ordered], batch_size):
+            for k, example in _examples(batch, ordered, from_mode):
+                out[order[k]] = example
+            bar.update(len(batch.inputs))
     return out  # type: ignore[return-value]
 
 
@@ -232,11 +248,12 @@ def score_examples(examples: Sequence[ParsedAttention], offsets: Sequence[int] =
     if len({e.word_attn.shape[:2] for e in examples}) > 1:
         raise ValueError("examples come from models of different sizes (layers, heads)")
     parts = [score_example(e, offsets) for e in examples]
-    return _collect(parts, tuple(int(o) for o in offsets))
+    return _collect(parts, tuple(int(o) for o in offsets), range(len(parts)))
 
 
-def _collect(parts, offsets: tuple[int, ...]) -> HeadScores:
-    sentence = np.concatenate([np.full(len(p[2]), i) for i, p in enumerate(parts)])
+def _collect(parts, offsets: tuple[int, ...], sentences: Sequence[int]) -> HeadScores:
+    """HeadScores from `score_example`'s parts, part k belonging to sentence number sentences[k]."""
+    sentence = np.concatenate([np.full(len(p[2]), i, dtype=np.int64) for i, p in zip(sentences, parts)])
     return HeadScores(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
                       np.concatenate([p[2] for p in parts]).astype(str), sentence, offsets)
 
@@ -246,26 +263,58 @@ def sentences_fingerprint(sentences: Sequence[Sentence]) -> str:
     return hashlib.sha256(to_conllu(sentences).encode()).hexdigest()
 
 
+class SentenceScores(Reducer):
+    """Streams the attention of parsed sentences' words and keeps, per dependent, whether every head and
+    every offset finds its gold head (`score_example`): no map is kept. `sentences[k]` is the sentence of
+    input k of the pass, `index[k]` its position in the caller's list (recorded as `HeadScores.sentence`)."""
+
+    name = "syntax_scores"
+
+    def __init__(self, sentences: Sequence[Sentence], index: Sequence[int], offsets: tuple[int, ...],
+                 from_mode: str):
+        self.sentences, self.index, self.offsets, self.from_mode = list(sentences), list(index), offsets, from_mode
+        self.parts: list = []
+        self.positions: list[int] = []
+        self.scores: HeadScores | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.offsets}-{self.from_mode}-{sentences_fingerprint(self.sentences)[:16]}"
+
+    def update(self, batch: Batch) -> None:
+        for k, example in _examples(batch, self.sentences, self.from_mode):
+            self.parts.append(score_example(example, self.offsets))
+            self.positions.append(self.index[k])
+
+    def result(self) -> dict[str, np.ndarray]:
+        scores = _collect(self.parts, self.offsets, self.positions)
+        return scores.as_arrays()
+
+    def merge(self, results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """The blocks' dependents one after the other (the shape and offsets are the same in every block)."""
+        rows = concatenate([{k: r[k] for k in ("correct", "offset_correct", "relations", "sentence")} for r in results])
+        return {**rows, "n_heads": results[0]["n_heads"], "offsets": results[0]["offsets"]}
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.scores = HeadScores.from_arrays(result)
+
+
 def score_sentences(encoder: Encoder, sentences: Sequence[Sentence], offsets: Sequence[int] = OFFSETS,
                     batch_size: int = 32, from_mode: str = "mean", cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
                     progress: bool = True) -> HeadScores:
-    """HeadScores of every sentence, streamed (no map is kept) and cached, keyed by the model, the
-    sentences, the settings and this code. Equal to `score_examples(parsed_attention(...))`."""
+    """HeadScores of every sentence, streamed through `extract.reduce` (no map is kept; cached block by
+    block, keyed by the model, the sentences, the settings and this code). Sentences of similar length are
+    batched together. Equal to `score_examples(parsed_attention(...))`."""
     offsets = tuple(int(o) for o in offsets)
-    path = None
-    if cache_dir is not None:
-        path = entry_path(cache_dir, "syntax-scores", encoder.fingerprint, sentences_fingerprint(sentences),
-                          f"{offsets}/{from_mode}", version=code_version("syntax"))
-        cached = load_result(path)
-        if cached is not None:
-            return HeadScores.from_arrays(cached)
-    parts: list = [None] * len(sentences)
-    for i, example in _batches(encoder, sentences, batch_size, from_mode, progress):
-        parts[i] = score_example(example, offsets)
-    scores = _collect(parts, offsets)
-    if path is not None:
-        save_result(path, scores.as_arrays())
-    return scores
+    order = _length_order(encoder, sentences)
+    ordered = [sentences[i] for i in order]
+    reducer = SentenceScores(ordered, order, offsets, from_mode)
+    reduce(encoder, [list(s.words) for s in ordered], [reducer], batch_size=batch_size, cache_dir=cache_dir,
+           progress=progress, desc=f"word-level attention of {encoder.name}")
+    scores = reducer.scores
+    by_sentence = np.argsort(scores.sentence, kind="stable")  # the caller's order, each sentence's words in order
+    return HeadScores(scores.correct[by_sentence], scores.offset_correct[by_sentence], scores.relations[by_sentence],
+                      scores.sentence[by_sentence], offsets)
 
 
 def split_scores(scores: HeadScores, sentences: Sequence[Sentence]) -> tuple[HeadScores, HeadScores]:
@@ -384,13 +433,17 @@ def heldout_table(selection: HeadScores, heldout: HeadScores, relations: Sequenc
                                        "high", "n", "heldout_best", "offset", "baseline"])
 
 
+def _offset_text(accuracy: float, offset: int) -> str:
+    return f"{100 * accuracy:.1f} ({offset:+d})"
+
+
 def summary_table(heads: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
     """`head_accuracy` beside `offset_baseline`, for reading: relation, head ("3-9"), direction, accuracy
     and interval (%), baseline (% and offset), gain over the baseline (points), n."""
     merged = heads.merge(baseline, on="relation", suffixes=("", "_baseline"))
     return pd.DataFrame({
         "relation": merged["relation"],
-        "head": [f"{r.layer}-{r.head}" for r in merged.itertuples()],
+        "head": [head_label(r.layer, r.head) for r in merged.itertuples()],
         "direction": merged["direction"],
         "acc.": (100 * merged["accuracy"]).round(1),
         "95% interval": [f"{100 * r.low:.1f}–{100 * r.high:.1f}" for r in merged.itertuples()],
@@ -408,35 +461,6 @@ def example_sentences(sentences: Sequence[Sentence], relation: str, k: int = 1, 
     return found
 
 
-# -- the paper's Table 1 side by side ---------------------------------------------------------------
-SD_TO_SPACY = {"nn": "compound"}  # Stanford Dependencies (Clark et al.) -> spaCy's ClearNLP labels
-
-
-def _offset_text(accuracy: float, offset: int) -> str:
-    return f"{100 * accuracy:.1f} ({offset:+d})"
-
-
-def table1_comparison(paper_table: pd.DataFrame, heads: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
-    """Clark et al.'s Table 1 (`paper.TABLE1`) beside this run's `head_accuracy` and `offset_baseline`,
-    relation by relation (SD names mapped to spaCy's, e.g. nn -> compound). Accuracies in %."""
-    heads, baseline = heads.set_index("relation"), baseline.set_index("relation")
-    rows = []
-    for p in paper_table.itertuples():
-        ours = SD_TO_SPACY.get(p.relation, p.relation)
-        row = {"relation": p.relation if ours == p.relation else f"{p.relation} → {ours}",
-               "paper head": p.head + (" (head→dep)" if p.direction == "head->dep" else ""),
-               "paper acc.": p.accuracy, "paper baseline": f"{p.baseline:.1f} ({p.offset:+d})"}
-        if ours in heads.index:
-            h, b = heads.loc[ours], baseline.loc[ours]
-            row.update({"head": f"{h['layer']}-{h['head']}" + (" (head→dep)" if h["direction"] == "head->dep" else ""),
-                        "acc.": round(100 * h["accuracy"], 1),
-                        "95% interval": f"{100 * h['low']:.1f}–{100 * h['high']:.1f}",
-                        "baseline": _offset_text(b["accuracy"], int(b["offset"])), "n": int(h["n"])})
-        rows.append(row)
-    return pd.DataFrame(rows).fillna("–")
-
-
-# -- figures and the relation explorer (drawing only; imported lazily so the data layer stays light) ----
 def accuracy_frame(scores: HeadScores, relation: str = "all", direction: str = "dep->head") -> pd.DataFrame:
     """layer, head (1-indexed), accuracy of every head for `relation` in one direction ("dep->head",
     "head->dep", or "best" = the better of the two per head)."""
@@ -447,120 +471,4 @@ def accuracy_frame(scores: HeadScores, relation: str = "all", direction: str = "
         values = grid[DIRECTIONS.index(direction)]
     else:
         raise ValueError(f"direction must be one of {DIRECTIONS + ('best',)}, not {direction!r}")
-    layers, heads = np.meshgrid(np.arange(1, scores.n_layers + 1), np.arange(1, scores.n_heads + 1), indexing="ij")
-    return pd.DataFrame({"layer": layers.ravel(), "head": heads.ravel(), "accuracy": values.ravel()})
-
-
-def _draw_lines(ax, words: Sequence[str], weights: np.ndarray, rows: Sequence[int], colour: str, title: str,
-                min_weight: float, label_colours: dict[int, str] | None = None) -> None:
-    """Two columns of words; a line from word i (left) to word j (right) with opacity weights[i, j]; rows in
-    `rows` in `colour`, the others faint grey; left labels of `rows` in bold (coloured by `label_colours`)."""
-    from . import viz
-
-    n = len(words)
-    highlighted = set(rows)
-    for i in range(n):
-        for j in range(n):
-            w = float(weights[i, j])
-            if w >= min_weight:
-                ax.plot([0, 1], [i, j], lw=2 if i in highlighted else 1,
-                        color=colour if i in highlighted else viz.PALETTE["uniform"],
-                        alpha=min(1.0, w) if i in highlighted else 0.25 * min(1.0, w))
-    for i, word in enumerate(words):
-        bold = i in highlighted
-        ax.text(-0.05, i, word, ha="right", va="center", fontsize=9, fontweight="bold" if bold else "normal",
-                color=(label_colours or {}).get(i, "black"))
-        ax.text(1.05, i, word, ha="left", va="center", fontsize=9)
-    ax.set_xlim(-1.0, 2.0)
-    ax.set_ylim(n - 0.5, -0.5)
-    ax.axis("off")
-    ax.set_title(title, fontsize=10)
-
-
-def plot_relation_head(example: ParsedAttention, layer: int, head: int, relation: str, direction: str = "dep->head",
-                       axes=None, min_weight: float = 0.1, max_words: int = 30):
-    """Clark et al. Fig 5 style, for one sentence: (left) head `layer-head`'s attention between the words,
-    the rows that matter for `relation` in colour (dep->head: from each dependent; head->dep: from each
-    gold head), each renormalised over the other words (no [CLS], [SEP] or self, as the argmax sees them);
-    a highlighted word's label is green where the head's prediction, as scored, is the gold arc and red
-    where it is not; (right) the gold (spaCy) arcs of
-    `relation` drawn the same way. Returns the two axes."""
-    from . import viz
-
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
-    if axes is None:
-        axes = viz.plt.subplots(1, 2, figsize=(7, 0.26 * min(max_words, len(example.words)) + 0.8))[1]
-    n = min(max_words, len(example.words))
-    attn = example.word_attn[layer - 1, head - 1, 1:n + 1, 1:n + 1].astype(float)
-    np.fill_diagonal(attn, 0)
-    attn /= np.maximum(attn.sum(-1, keepdims=True), 1e-12)
-    dep = [d for d in range(n) if example.relations[d] == relation and 0 < example.heads[d] <= n]
-    gold_head = [int(example.heads[d]) - 1 for d in dep]
-    predicted = predictions(example.word_attn)[DIRECTIONS.index(direction), layer - 1, head - 1] - 1  # [n_words]
-    gold = np.zeros((n, n))
-    if direction == "dep->head":
-        rows, gold[dep, gold_head] = dep, 1
-        found = {d: predicted[d] == h for d, h in zip(dep, gold_head)}
-    else:  # a head's label is green when the argmax finds it for every one of its dependents shown
-        rows, gold[gold_head, dep] = sorted(set(gold_head)), 1
-        found = {h: all(predicted[d] == h for d, g in zip(dep, gold_head) if g == h) for h in gold_head}
-    colours = {i: viz.PALETTE["next"] if ok else viz.PALETTE["cls"] for i, ok in found.items()}
-    arrow = "dependent → head" if direction == "dep->head" else "head → dependent"
-    _draw_lines(axes[0], example.words[:n], attn, rows, viz.PALETTE["prev"],
-                f"head {viz.head_label(layer, head)} ({arrow})", min_weight, colours)
-    _draw_lines(axes[1], example.words[:n], gold, rows, viz.PALETTE["next"], f"gold (spaCy) {relation} arcs", 0.5)
-    return axes
-
-
-def plot_accuracy_grid(frame: pd.DataFrame, ax=None, title: str = ""):
-    """A layers x heads heatmap of `accuracy_frame` (1-indexed labels, values in %), the best head outlined."""
-    from matplotlib.patches import Rectangle
-
-    from . import viz
-
-    table = frame.pivot(index="layer", columns="head", values="accuracy")
-    ax = ax or viz.plt.subplots(figsize=(0.55 * table.shape[1] + 2.4, 0.42 * table.shape[0] + 1.5))[1]
-    image = ax.imshow(100 * table.values, cmap=viz.ATTENTION_CMAP, vmin=0, vmax=100, aspect="auto")
-    for (i, j), value in np.ndenumerate(100 * table.values):
-        ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=7, color="white" if value > 60 else "black")
-    best = np.unravel_index(np.argmax(table.values), table.shape)
-    ax.add_patch(Rectangle((best[1] - 0.5, best[0] - 0.5), 1, 1, fill=False, edgecolor=viz.PALETTE["cls"], lw=2.5))
-    ax.set_xticks(range(table.shape[1]), table.columns)
-    ax.set_yticks(range(table.shape[0]), table.index)
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
-    ax.grid(False)
-    label = viz.head_label(int(table.index[best[0]]), int(table.columns[best[1]]))
-    ax.set_title(f"{title}{': ' if title else ''}best head {label} = {100 * table.values[best]:.1f} %")
-    ax.figure.colorbar(image, ax=ax, shrink=0.8, label="accuracy (%)")
-    return ax
-
-
-def relation_explorer(scores: HeadScores, relations: Sequence[str] | None = None, min_n: int = 20,
-                      snapshot: bool = True):
-    """An ipywidgets picker: a relation menu and a direction toggle over a layers x heads heatmap of every
-    head's accuracy for that relation (the best head outlined). Headless, it still shows a static PNG."""
-    import ipywidgets
-    from matplotlib.figure import Figure
-
-    from . import widgets
-
-    counts = scores.relation_counts()
-    relations = list(relations) if relations is not None else ["all"] + [r for r, c in counts.items() if c >= min_n]
-    size = {r: int(scores.mask(r).sum()) for r in relations}
-    menu = ipywidgets.Dropdown(options=[(f"{r} (n={size[r]:,})", r) for r in relations], value=relations[0],
-                               description="relation")
-    toggle = ipywidgets.ToggleButtons(options=["dep->head", "head->dep", "best"], value="dep->head",
-                                      description="direction")
-
-    def draw():
-        fig = Figure(figsize=(0.55 * scores.n_heads + 2.4, 0.42 * scores.n_layers + 1.5), layout="constrained")
-        plot_accuracy_grid(accuracy_frame(scores, menu.value, toggle.value), ax=fig.add_subplot(),
-                           title=f"{menu.value} ({toggle.value}), n = {size[menu.value]:,}")
-        return fig
-
-    def describe():
-        return f"relation {menu.value}, {toggle.value}"
-
-    return widgets.Explorer({"relation": menu, "direction": toggle}, draw, describe, snapshot)
+    return head_frame({"accuracy": values})

@@ -1,33 +1,40 @@
-"""Figures: one palette, one style, 1-indexed "layer-head" labels everywhere.
+"""The kit's drawing primitives: one palette, one style, 1-indexed "layer-head" labels everywhere.
 
 Every function draws on a matplotlib Axes (or makes a Figure) and returns it; nothing here computes
-statistics (they come from `surface` and friends). `head_view` and `model_view` draw BertViz's views
-offline, in an iframe, with the JavaScript inlined from the npm install (`make assets`).
+statistics (they come from the analyses). Generic views of attention live here (one head as a heatmap or as
+lines, every head as thumbnails, a statistic per head by layer or as a layers x heads grid); the figures of
+the papers, built on them, are in `figures`; BertViz's views in `views`.
 """
 from __future__ import annotations
 
-import json
-import re
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.patches import Rectangle
 
+from .conventions import head_label
 from .models import Encoded
 
-# One named colour per quantity, used by every notebook
+# One named colour per quantity, used by every figure and notebook
 PALETTE = {
     "cls": "#d1495b", "sep": "#00798c", "punct": "#edae49", "self": "#8e7dbe", "prev": "#30638e",
     "next": "#66a182", "broad": "#9c6644", "uniform": "#7f7f7f", "other": "#4a4a4a",
+    "right": "#2a9d4b", "wrong": "#d1495b", "paper": "#7f7f7f", "run": "#00798c",
 }
+# Kovaleva et al.'s patterns, in the colours of what makes them: [CLS] stripes, the previous-token diagonal
+PATTERN_COLOURS = {"vertical": PALETTE["cls"], "diagonal": PALETTE["prev"], "vertical+diagonal": PALETTE["punct"],
+                   "block": PALETTE["next"], "heterogeneous": PALETTE["uniform"]}
 LABELS = {
     "cls": "[CLS]", "sep": "[SEP]", "punct": '". ,"', "self": "self", "prev": "previous token",
     "next": "next token", "entropy": "entropy (nats)", "cls_entropy": "[CLS] entropy (nats)",
     "uniform": "uniform attention", "sep_sep": "[SEP] → [SEP]", "rest_sep": "other → [SEP]",
 }
 ATTENTION_CMAP = LinearSegmentedColormap.from_list("attention", ["#ffffff", "#9ecae1", "#08306b"])
+DIVERGING_CMAP = "RdBu"  # signed values (weights, changes): red below zero, blue above
+SEQUENTIAL_CMAP = "viridis"  # an ordered quantity that is not attention (layer, entropy, similarity)
 
 
 def use_style() -> None:
@@ -37,11 +44,6 @@ def use_style() -> None:
         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
         "legend.frameon": False, "figure.constrained_layout.use": True,
     })
-
-
-def head_label(layer: int, head: int) -> str:
-    """1-indexed "layer-head" label, as in the papers ("8-10" = layer 8, head 10)."""
-    return f"{layer}-{head}"
 
 
 def head_map(enc: Encoded, layer: int, head: int) -> np.ndarray:
@@ -114,6 +116,22 @@ def plot_model_grid(enc: Encoded, max_tokens: int = 40, size: float = 1.1):
     return fig
 
 
+def plot_heads(enc: Encoded, heads: Mapping[str, tuple[int, int]], kind: str = "map", width: float | None = None,
+               height: float = 5.4, **options):
+    """One panel per head of `heads` (panel title -> (layer, head), 1-indexed), side by side, on one input:
+    kind "map" draws `plot_head`, "lines" `plot_lines` (`options` go to it). Returns the Figure."""
+    if kind not in ("map", "lines"):
+        raise ValueError(f"kind must be 'map' or 'lines', not {kind!r}")
+    if not heads:
+        raise ValueError("give at least one head: {title: (layer, head)}")
+    draw = plot_head if kind == "map" else plot_lines
+    width = width or (4.6 if kind == "map" else 3.4) * len(heads)
+    fig, axes = plt.subplots(1, len(heads), figsize=(width, height), squeeze=False)
+    for ax, (title, (layer, head)) in zip(axes[0], heads.items()):
+        draw(enc, layer, head, ax=ax, title=title, **options)
+    return fig
+
+
 def plot_by_layer(stats: pd.DataFrame, columns: Sequence[str], ax=None, title: str | None = None,
                   ylabel: str = "average attention", jitter: float = 0.12, seed: int = 0):
     """Clark et al. Fig 2 / Fig 4 style: one dot per head at its layer (jittered), a line through each
@@ -136,24 +154,43 @@ def plot_by_layer(stats: pd.DataFrame, columns: Sequence[str], ax=None, title: s
     return ax
 
 
-def plot_head_grid(stats: pd.DataFrame, column: str, ax=None, title: str | None = None, vmax: float | None = None,
-                   fmt: str = "{:.2f}", cmap=ATTENTION_CMAP):
-    """A layers x heads table of one statistic as an annotated heatmap (1-indexed labels)."""
-    table = stats.pivot(index="layer", columns="head", values=column)
-    ax = ax or plt.subplots(figsize=(0.55 * table.shape[1] + 1.5, 0.45 * table.shape[0] + 1))[1]
-    vmax = vmax if vmax is not None else float(np.nanmax(table.values))
-    image = ax.imshow(table.values, cmap=cmap, vmin=0, vmax=vmax, aspect="auto")
-    for (i, j), value in np.ndenumerate(table.values):
-        ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=7,
-                color="white" if value > 0.6 * vmax else "black")
-    ax.set_xticks(range(table.shape[1]), table.columns)
-    ax.set_yticks(range(table.shape[0]), table.index)
+def heatmap_by_head(values: np.ndarray, ax=None, title: str | None = None, cmap=ATTENTION_CMAP, vmin: float = 0.0,
+                    vmax: float | None = None, fmt: str | None = "{:.2f}", colorbar: str = "",
+                    boxes: Sequence[tuple[int, int]] = (), notes: Mapping[tuple[int, int], str] | None = None):
+    """values [L, H] as a layers x heads heatmap with 1-indexed ticks, a colour bar (labelled `colorbar`), each
+    cell's value written with `fmt` (None: no numbers), black boxes around the heads in `boxes` and text in the
+    cells of `notes` ((layer, head) 1-indexed)."""
+    values = np.asarray(values, dtype=float)
+    n_layers, n_heads = values.shape
+    ax = ax or plt.subplots(figsize=(0.55 * n_heads + 2.2, 0.45 * n_layers + 1.2))[1]
+    vmax = vmax if vmax is not None else float(np.nanmax(values))
+    image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    if fmt is not None:
+        dark = image.norm(values) > 0.6 if cmap is ATTENTION_CMAP else np.abs(image.norm(values) - 0.5) > 0.35
+        for (i, j), value in np.ndenumerate(values):
+            ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=7,
+                    color="white" if dark[i, j] else "black")
+    for layer, head in boxes:
+        ax.add_patch(Rectangle((head - 1.5, layer - 1.5), 1, 1, fill=False, edgecolor="black", lw=2))
+    for (layer, head), text in (notes or {}).items():
+        ax.text(head - 1, layer - 1, text, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(n_heads), range(1, n_heads + 1))
+    ax.set_yticks(range(n_layers), range(1, n_layers + 1))
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.grid(False)
-    ax.set_title(title or LABELS.get(column, column))
-    ax.figure.colorbar(image, ax=ax, shrink=0.8)  # not plt.colorbar: it opens a pyplot figure for a bare Figure
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, shrink=0.8, label=colorbar)  # not plt.colorbar: it opens a pyplot figure
     return ax
+
+
+def plot_head_grid(stats: pd.DataFrame, column: str, ax=None, title: str | None = None, vmax: float | None = None,
+                   fmt: str | None = "{:.2f}", cmap=ATTENTION_CMAP, colorbar: str = ""):
+    """One statistic of a per-head table (1-indexed `layer`, `head` columns) as a layers x heads heatmap."""
+    table = stats.pivot(index="layer", columns="head", values=column)
+    return heatmap_by_head(table.to_numpy(), ax, title or LABELS.get(column, column), cmap, vmax=vmax, fmt=fmt,
+                           colorbar=colorbar)
 
 
 def head_figure(enc: Encoded, layer: int, head: int, max_tokens: int | None = 40, figsize=(6, 5.5)):
@@ -173,235 +210,3 @@ def figure_png(fig) -> bytes:
     fig.savefig(buffer, format="png")
     plt.close(fig)
     return buffer.getvalue()
-
-
-# -- BertViz head view and model view, offline --------------------------------------------------------
-# BertViz (Vig 2019) draws with d3 through RequireJS and points RequireJS at a CDN. Here its HTML is made
-# into one self-contained document: d3 5.7.0, jQuery 2.2.4 and RequireJS 2.3.6 are inlined from the npm
-# install (`make assets`), the CDN script tag and `require.config` paths are removed, and the document
-# sits in an <iframe srcdoc> so that several views coexist in a notebook and nothing is fetched.
-# BertViz's third view, the neuron view, is left out: it needs BertViz's own copies of the models
-# (downloaded from the model hub and S3 through boto3), so it cannot run offline on an arbitrary encoder.
-
-MISSING_ASSETS_HELP = ("BertViz views need d3, jQuery and RequireJS from npm, which are not installed here. "
-                       "Run `make assets` (that is, `npm ci` in the repository root) and re-run this cell. "
-                       "Showing a static matplotlib view instead.")
-_CDN_SCRIPT = re.compile(r"""<script[^>]*\bsrc\s*=\s*["']\s*(?:https?:)?//[^"']*["'][^>]*>\s*</script>""", re.I)
-_REQUIRE_CONFIG = re.compile(r"require\.config\(\s*\{\s*paths\s*:\s*\{[^{}]*\}\s*,?\s*\}\s*\)\s*;?")
-_REMOTE_REFERENCE = re.compile(r"""\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|["'](?:https?:)?//[^"'\s]*\.min["']""",
-                               re.I)
-_VIS_ID = re.compile(r"bertviz-[0-9a-f]{32}")
-_RESIZE_JS = """(function () {  // BERTLook: fit the iframe to what BertViz drew
-  function fit() {
-    try {
-      var frame = window.frameElement, root = document.getElementById("bertlook-root");
-      if (frame && root) { frame.style.height = (root.offsetHeight + 16) + "px"; }
-    } catch (e) {}
-  }
-  window.addEventListener("load", fit);
-  new MutationObserver(fit).observe(document.body, {childList: true, subtree: true});
-}());"""
-
-
-class BertVizView:
-    """A BertViz view as an <iframe srcdoc> (displayed by Jupyter); `.document` is the standalone page."""
-
-    def __init__(self, document: str, height: int, title: str, min_width: int = 0):
-        self.document, self.height, self.title, self.min_width = document, height, title, min_width
-
-    @property
-    def html(self) -> str:
-        from html import escape
-
-        min_width = f"min-width:{self.min_width}px;" if self.min_width else ""
-        return (f'<div class="bertlook-bertviz"><iframe title="{escape(self.title)}" srcdoc="{escape(self.document)}" '
-                f'style="width:100%;{min_width}height:{self.height}px;border:0;overflow:auto"></iframe></div>')
-
-    def _repr_html_(self) -> str:
-        return self.html
-
-    def save(self, path) -> None:
-        """Write the standalone page (opens offline in any browser)."""
-        from pathlib import Path
-
-        Path(path).write_text(self.document, encoding="utf-8")
-
-    def __repr__(self) -> str:
-        return f"<BertVizView {self.title!r}, {len(self.html) // 1024} KB>"
-
-
-def _script(text: str) -> str:
-    return "<script>\n" + re.sub(r"</(script)", r"<\\/\1", text, flags=re.I) + "\n</script>"
-
-
-def _rewrite_params(body: str) -> str:
-    """BertViz fills its params into `const params = PYTHON_PARAMS; // HACK: PYTHON_PARAMS is a template
-    marker...`, so the attention JSON appears twice (the second copy in the comment): keep one, compactly,
-    and make the layer and head labels 1-indexed as everywhere in the kit (BertViz uses these lists only
-    as labels and as the values of its layer menu; the attention itself is indexed by position)."""
-    head, sep = "const params = ", "; // HACK: "
-    start = body.find(head)
-    marker = body.find(sep, start)
-    line_end = body.find("\n", marker)
-    if start < 0 or marker < 0 or line_end < 0:
-        raise RuntimeError("BertViz's script changed: no `const params = ...; // HACK:` line; pin bertviz==1.4.1")
-    params = json.loads(body[start + len(head):marker])
-    for key in ("include_layers", "include_heads"):
-        if params.get(key) is not None:
-            params[key] = [int(i) + 1 for i in params[key]]
-    if params.get("layer") is not None:
-        params["layer"] = int(params["layer"]) + 1
-    compact = json.dumps(params, separators=(",", ":"))
-    return body[:start] + head + compact + "; // filled in by Python (BERTLook)" + body[line_end:]
-
-
-def offline_document(bertviz_html: str, title: str = "BertViz") -> str:
-    """BertViz's `html_action="return"` HTML as one self-contained page with the assets inlined.
-
-    Raises AssetsMissingError (from `assets`) without the npm assets, and RuntimeError if BertViz's
-    HTML no longer has the CDN references this expects to remove (so nothing is silently fetched)."""
-    from html import escape
-
-    from . import assets
-
-    libs = assets.read_assets(("d3", "jquery", "requirejs"))
-    body, n_tags = _CDN_SCRIPT.subn("", bertviz_html)
-    body, n_configs = _REQUIRE_CONFIG.subn("/* BERTLook: d3 and jquery are defined locally; nothing is fetched */",
-                                          body)
-    if n_tags != 1 or n_configs != 1:
-        raise RuntimeError(f"BertViz's HTML changed: expected one CDN <script src> and one require.config with "
-                           f"CDN paths to remove, found {n_tags} and {n_configs}; pin bertviz==1.4.1")
-    body = _VIS_ID.sub("bertviz-view", body)  # one view per iframe: a fixed id keeps saved outputs stable
-    body = _rewrite_params(body)
-    local_modules = ('define("d3", [], function () { return window.d3; });\n'
-                     'define("jquery", [], function () { return window.jQuery; });')
-    document = "\n".join([
-        '<!DOCTYPE html>', '<html lang="en">', '<head>', '<meta charset="utf-8">', f"<title>{escape(title)}</title>",
-        "<style>html, body { margin: 0; padding: 0; background: #fff; } #bertlook-root { padding: 4px; }</style>",
-        # d3 and jQuery first, as plain scripts (no AMD loader yet, so they define window.d3 / window.jQuery),
-        # then RequireJS, then the two globals as the AMD modules BertViz asks for
-        _script(libs["d3"]), _script(libs["jquery"]), _script(libs["requirejs"]), _script(local_modules),
-        "</head>", "<body>", '<div id="bertlook-root">', body, "</div>", _script(_RESIZE_JS), "</body>", "</html>"])
-    remote = _REMOTE_REFERENCE.search(document)
-    if remote:
-        raise RuntimeError(f"the BertViz page still references a remote file: {remote.group(0)!r}")
-    return document
-
-
-def _bertviz_attention(enc: Encoded, decimals: int):
-    """BertViz's inputs: per-layer float64 tensors [1, H, n, n] (rounded: smaller pages) and the B start."""
-    import torch
-
-    attn = np.round(np.asarray(enc.attn, dtype=np.float64), decimals)
-    attention = [torch.from_numpy(attn[layer][None]) for layer in range(attn.shape[0])]
-    in_b = np.flatnonzero(np.asarray(enc.segment_ids) == 1)
-    return attention, (int(in_b[0]) if in_b.size else None)
-
-
-def _zero_based(values, n: int, what: str) -> list[int] | None:
-    if values is None:
-        return None
-    values = [values] if isinstance(values, (int, np.integer)) else list(values)
-    bad = [v for v in values if not 1 <= int(v) <= n]
-    if bad or not values:
-        raise ValueError(f"{what} are 1-indexed, from 1 to {n}; got {values}")
-    return [int(v) - 1 for v in values]
-
-
-def _notify(message: str) -> None:
-    """Show a notice: a styled note in a notebook, a plain line elsewhere."""
-    from html import escape
-
-    from IPython import get_ipython
-
-    if get_ipython() is None:
-        print(message)
-        return
-    from IPython.display import display
-
-    display({"text/plain": message,
-             "text/html": f'<div style="border-left:4px solid {PALETTE["punct"]};padding:4px 8px;'
-                          f'background:#fdf6e3">{escape(message)}</div>'}, raw=True)
-
-
-def _static_fallback(error: Exception, draw):
-    missing = getattr(error, "missing", None)
-    _notify(f"{MISSING_ASSETS_HELP} (Not found: {missing}.)" if missing
-            else f"{error}. Showing a static matplotlib view instead.")
-    fig = draw()
-    plt.close(fig)  # returned and shown once by Jupyter, not a second time by the inline backend
-    return fig
-
-
-def _bertviz():
-    try:
-        import bertviz
-    except ImportError as error:  # installed with --no-deps by `make setup`
-        from .assets import AssetsMissingError
-
-        raise AssetsMissingError("bertviz is not installed: run `make setup` "
-                                 "(or `pip install --no-deps bertviz==1.4.1`)") from error
-    return bertviz
-
-
-def _offline_view(enc: Encoded, decimals: int, title: str, render, fallback):
-    """`render(bertviz, attention, sentence_b_start)` -> BertViz's returned HTML, made offline; or, when the
-    assets or bertviz are missing, a note and the static figure `fallback()`."""
-    from .assets import AssetsMissingError
-
-    try:
-        page = render(_bertviz(), *_bertviz_attention(enc, decimals))
-        return offline_document(page.data, title)
-    except AssetsMissingError as error:
-        return _static_fallback(error, fallback)
-
-
-def head_view(enc: Encoded, layer: int | None = None, heads=None, decimals: int = 3):
-    """BertViz's head view of one input, offline: every head of one layer as lines from each token
-    (left) to the tokens it attends to (right), one colour per head; a menu picks the layer and, for a
-    pair, the part (A->A, B->B, A->B, B->A). `layer` (default 1) and `heads` (default all) are
-    1-indexed. Returns a `BertVizView` (an iframe; Jupyter displays it).
-
-    Without the npm assets (`make assets`) it shows a note and returns a static matplotlib Figure
-    (`plot_lines` of the layer and the first head asked for). BertViz's neuron view is not offered:
-    it needs BertViz's own model copies from the model hub and S3 (boto3), so it cannot run offline."""
-    n_layers, n_heads = enc.attn.shape[:2]
-    layer0 = _zero_based(layer, n_layers, "layers")
-    heads0 = _zero_based(heads, n_heads, "heads")
-    first = 1 + (heads0[0] if heads0 else 0)
-    document = _offline_view(
-        enc, decimals, "BertViz head view",
-        lambda bertviz, attention, b_start: bertviz.head_view(
-            attention, list(enc.tokens), sentence_b_start=b_start, layer=layer0[0] if layer0 else None,
-            heads=heads0, html_action="return"),
-        lambda: plot_lines(enc, layer or 1, first, stop=min(enc.n_tokens, 64)).figure)
-    if not isinstance(document, str):
-        return document  # the static fallback figure
-    height = int(40 + 30 + 22.5 * enc.n_tokens + 30)
-    return BertVizView(document, height, "BertViz head view")
-
-
-def model_view(enc: Encoded, include_layers=None, include_heads=None, display_mode: str = "light",
-               decimals: int = 3):
-    """BertViz's model view of one input, offline: a thumbnail of every head (layers as rows, heads as
-    columns, both 1-indexed in `include_layers` / `include_heads`, default all); clicking a thumbnail
-    shows it large with its tokens. Returns a `BertVizView` (an iframe; Jupyter displays it).
-
-    Without the npm assets (`make assets`) it shows a note and returns a static matplotlib Figure
-    (`plot_model_grid`). The neuron view is left out (see `head_view`)."""
-    n_layers, n_heads = enc.attn.shape[:2]
-    layers0 = _zero_based(include_layers, n_layers, "layers")
-    heads0 = _zero_based(include_heads, n_heads, "heads")
-    document = _offline_view(
-        enc, decimals, "BertViz model view",
-        lambda bertviz, attention, b_start: bertviz.model_view(
-            attention, list(enc.tokens), sentence_b_start=b_start, display_mode=display_mode,
-            include_layers=layers0, include_heads=heads0, html_action="return"),
-        lambda: plot_model_grid(enc))
-    if not isinstance(document, str):
-        return document  # the static fallback figure
-    shown_layers = len(layers0 or range(n_layers))
-    thumbnail = enc.n_tokens * 7 * 12 / n_heads + 10  # BertViz sizes thumbnails by the model's head count
-    detail = enc.n_tokens * 18 + 30 + 25
-    height = int(40 + max(shown_layers * thumbnail + 38, detail) + 30)
-    return BertVizView(document, height, "BertViz model view", min_width=990)  # BertViz draws it 970 px wide

@@ -1,8 +1,10 @@
 """ipywidgets explorers: pick an example, a layer and a head, and see the attention map.
 
 `head_explorer(examples)`: an example menu and layer / head sliders (1-indexed) over `viz.plot_head`;
-`grid_explorer(examples)`: an example menu over `viz.plot_model_grid` (every head as a thumbnail).
-Drawing lives in `viz`; here controls are only wired to it. Each explorer redraws into an
+`grid_explorer(examples)`: an example menu over `viz.plot_model_grid` (every head as a thumbnail);
+`gallery_explorer(items)`: maps by group (notebook 08's hand labels); `relation_explorer(scores)`: every
+head's accuracy for a chosen relation (notebook 04); `cluster_explorer(result)`: a head on the MDS map beside
+its attention (notebook 07). Drawing lives in `viz` and `figures`; here controls are only wired to it. Each explorer redraws into an
 `ipywidgets.Output` (its `outputs` are replaced by a PNG, so the saved widget state holds the figure).
 
 Exported HTML (nbconvert) runs no Python callbacks and, offline, cannot load the widget manager either,
@@ -15,9 +17,13 @@ import re
 from typing import Callable, Sequence
 
 import ipywidgets as widgets
+import numpy as np
 
-from . import viz
+from . import figures, viz
+from .clustering import BEHAVIOUR_NAMES, ClusterResult
+from .conventions import head_label
 from .models import Encoded
+from .syntax import HeadScores, accuracy_frame
 
 PREVIEW_CHARS = 48
 
@@ -137,7 +143,7 @@ class HeadExplorer(Explorer):
         return viz.head_figure(enc, layer, head, max_tokens=self.max_tokens)
 
     def _text(self) -> str:
-        return f"example {self.example.value + 1}, head {viz.head_label(self.layer.value, self.head.value)}"
+        return f"example {self.example.value + 1}, head {head_label(self.layer.value, self.head.value)}"
 
 
 class GridExplorer(Explorer):
@@ -221,3 +227,59 @@ def gallery_explorer(items: Sequence[tuple[str, Encoded, int, int, str]], max_to
                      snapshot: bool = True) -> GalleryExplorer:
     """Browse maps by group (e.g. the hand label of each attention map): a group menu and a map slider."""
     return GalleryExplorer(items, max_tokens, snapshot)
+
+
+def relation_explorer(scores: HeadScores, relations: Sequence[str] | None = None, min_n: int = 20,
+                      snapshot: bool = True) -> Explorer:
+    """A relation menu and a direction toggle over a layers x heads heatmap of every head's accuracy for that
+    relation (`figures.accuracy_grid`, the best head boxed); relations with at least `min_n` dependents."""
+    from matplotlib.figure import Figure
+
+    counts = scores.relation_counts()
+    relations = list(relations) if relations is not None else ["all"] + [r for r, c in counts.items() if c >= min_n]
+    size = {r: int(scores.mask(r).sum()) for r in relations}
+    menu = widgets.Dropdown(options=[(f"{r} (n={size[r]:,})", r) for r in relations], value=relations[0],
+                            description="relation")
+    toggle = widgets.ToggleButtons(options=["dep->head", "head->dep", "best"], value="dep->head",
+                                   description="direction")
+
+    def draw():
+        fig = Figure(figsize=(0.55 * scores.n_heads + 2.4, 0.42 * scores.n_layers + 1.5), layout="constrained")
+        figures.accuracy_grid(accuracy_frame(scores, menu.value, toggle.value), ax=fig.add_subplot(),
+                              title=f"{menu.value} ({toggle.value}), n = {size[menu.value]:,}")
+        return fig
+
+    def describe():
+        return f"relation {menu.value}, {toggle.value}"
+
+    return Explorer({"relation": menu, "direction": toggle}, draw, describe, snapshot)
+
+
+def cluster_explorer(result: ClusterResult, max_tokens: int = 40, snapshot: bool = True) -> Explorer:
+    """Pick a head (menu sorted along the map's first axis, with its behaviour) and an example: the MDS map
+    ringed at that head (`figures.mds_map`), beside its attention on the example (`viz.plot_head`)."""
+    from matplotlib.figure import Figure
+
+    heads = result.heads
+    order = np.argsort(heads["x"].to_numpy(), kind="stable")
+    options = [(f"{heads['label'].iloc[i]} · {BEHAVIOUR_NAMES[heads['behaviour'].iloc[i]]}", int(i)) for i in order]
+    head_menu = widgets.Dropdown(options=options, value=int(order[0]), description="head")
+    examples = _check_examples(result.examples)
+    example_menu = _example_menu(examples)
+
+    def draw():
+        index = head_menu.value
+        layer, head = divmod(index, result.n_heads)
+        fig = Figure(figsize=(12, 5.6), layout="constrained")
+        left, right = fig.subplots(1, 2, width_ratios=[1, 1.05])
+        figures.mds_map(result, "behaviour", ax=left, highlight=index, annotate=False, title="heads by behaviour")
+        broad = heads["behaviour"].iloc[index] == "broad"  # colours scaled to its largest weight, else blank
+        viz.plot_head(examples[example_menu.value], layer + 1, head + 1, ax=right, max_tokens=max_tokens,
+                      vmax=None if broad else 1.0, title=f"head {heads['label'].iloc[index]}"
+                      + (" (colours scaled to its largest weight)" if broad else ""))
+        return fig
+
+    def describe():
+        return f"head {heads['label'].iloc[head_menu.value]}, example {example_menu.value + 1}"
+
+    return Explorer({"head": head_menu, "example": example_menu}, draw, describe, snapshot)

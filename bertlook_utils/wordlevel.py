@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .extract import check_attention
+from .conventions import check_attention
 
 FROM_MODES = ("mean", "first", "max")
 

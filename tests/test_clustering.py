@@ -8,7 +8,8 @@ import torch
 from conftest import (PAIR_TOKENS, make_encoded, next_map, prev_map, random_row_stochastic,
                       stack_heads, uniform_map)
 
-from bertlook_utils import clustering
+from bertlook_utils import clustering, compare, widgets
+from bertlook_utils.conventions import head_index
 from bertlook_utils.extract import Batch, reduce
 
 
@@ -53,19 +54,12 @@ def test_known_pairs_by_hand():
     assert got[0, 2] == pytest.approx(got[1, 2], rel=1e-5)
 
 
-@pytest.mark.parametrize("layer, head", [(0, 1), (1, 0), (1, 5), (-1, 2)])
-def test_head_index_refuses_a_head_that_would_wrap_around(layer, head):
-    assert clustering.head_index(2, 4, 4) == 7
-    with pytest.raises(ValueError, match=r"1-indexed \(heads 1-4\)"):
-        clustering.head_index(layer, head, 4)
-
-
 def test_identical_heads_are_at_distance_zero_and_the_matrix_is_symmetric():
     rng = np.random.default_rng(1)
     maps = random_row_stochastic(rng, (2, 4, 11, 11))
     maps[1, 2] = maps[0, 1]  # head 2-3 copies head 1-2
     d = clustering.js_distances([make_encoded(PAIR_TOKENS, maps)])
-    i, j = clustering.head_index(1, 2, 4), clustering.head_index(2, 3, 4)
+    i, j = head_index(1, 2, 4), head_index(2, 3, 4)
     assert d[i, j] == pytest.approx(0, abs=1e-6)
     np.testing.assert_array_equal(d, d.T)
     np.testing.assert_array_equal(np.diag(d), 0)
@@ -177,7 +171,7 @@ def test_closest_pairs_lists_every_pair_once_in_order():
     assert len(pairs) == 6 * 5 // 2
     assert pairs["JS per token"].is_monotonic_increasing
     first = pairs.iloc[0]
-    i, j = (clustering.head_index(*map(int, label.split("-")), 3) for label in (first["head"], first["other head"]))
+    i, j = (head_index(*map(int, label.split("-")), 3) for label in (first["head"], first["other head"]))
     assert first["JS per token"] == pytest.approx(result.distances[i, j] / 11)
 
 
@@ -185,10 +179,10 @@ def test_explorer_redraws_the_chosen_head():
     import matplotlib
     matplotlib.use("Agg")
     result = _synthetic_result()
-    explorer = clustering.explorer(result, snapshot=False)
+    explorer = widgets.cluster_explorer(result, snapshot=False)
     first = explorer.png
     head = explorer.controls["head"]
-    head.value = clustering.head_index(2, 3, 3)
+    head.value = head_index(2, 3, 3)
     assert explorer.draws == 2 and explorer.png != first
     assert "head 2-3" in repr(explorer)
 
@@ -219,5 +213,6 @@ def test_comparison_says_why_there_is_no_behaviour_test():
     points = np.array([0.0, 0.1, 1.0, 1.2])
     heads = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2], "behaviour": ["broad"] * 3 + ["other"]})
     result = clustering.ClusterResult(np.abs(points[:, None] - points[None]), 10, heads, [], 2, 2)
-    row = clustering.comparison(result, n_permutations=10).set_index("quantity").loc["heads of the same behaviour are close"]
+    table = compare.clustering(result, n_permutations=10).set_index("quantity")
+    row = table.loc["heads of the same behaviour are close"]
     assert row["this run"] == "no test: it needs two behaviours besides 'other', one with two heads"

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from bertlook_utils import coref, corefdata, paper
+from bertlook_utils import compare, coref, corefdata, figures, paper
+from bertlook_utils.extract import Batch
 from bertlook_utils.corefdata import Mention, Passage
 
 # 0 John 1 Smith 2 met 3 Mary 4 Lee 5 . 6 He 7 thanked 8 her 9 . 10 Smith 11 left 12 the 13 lamp
@@ -143,7 +144,7 @@ class OracleEncoder:
     def __init__(self, passages):
         self.by_words = {tuple(p.words): p for p in passages}
 
-    def attention_batches(self, items, batch_size=32):
+    def batches(self, items, batch_size=32, attention=True, max_tokens=None):
         items = list(items)
         for start in range(0, len(items), batch_size):
             chunk = items[start:start + batch_size]
@@ -162,7 +163,7 @@ class OracleEncoder:
                 tokens = ["[CLS]", *words, "[SEP]"]
                 prepared.append(SimpleNamespace(tokens=tokens, word_ids=list(range(n)), words=tokens,
                                                 segment_ids=[0] * n))
-            yield prepared, attn, valid
+            yield prepared, {"attention_mask": valid.long()}, attn
 
 
 def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_path):
@@ -183,11 +184,12 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
     # the cached second run gives the same choices
     again = coref.analyse(OracleEncoder(passages), passages, n_boot=200, cache_dir=tmp_path, progress=False)
     assert np.array_equal(again.choices, result.choices)
-    side = coref.comparison(result)
-    assert list(side["system (paper)"]) == list(paper.TABLE2["system"])
-    assert side.loc[side["system (paper)"] == "BERT head 5-4", "all"].item().startswith("65 | 100.0")
-    assert side.loc[side["system (paper)"] == "neural coref (not comparable)", "pronoun"].item().startswith(" – | ")
-    assert len(coref.plot_comparison(result).axes) == 4
+    side = compare.table2(result).set_index("quantity")
+    assert list(side.index) == list(paper.TABLE2["system"])
+    assert side.loc["BERT head 5-4", "paper"].startswith("all 65 · pronoun 64")
+    assert side.loc["BERT head 5-4", "this run"].startswith("all 100.0 [100–100]")  # the oracle head
+    assert "pronoun –" in side.loc["neural coref (not comparable)", "paper"]
+    assert len(figures.table2(result).axes) == 4
     assert (coref.by_head_word(result, [label])[label] == 1).all()
     by_rank = coref.accuracy_by_rank(result, ["nearest mention"]).set_index("rank")["nearest mention"]
     assert by_rank.loc[1] == 1 and (by_rank.drop(1) == 0).all()  # right exactly when the antecedent is next
@@ -198,10 +200,9 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
 def test_reducer_rejects_words_that_are_not_the_passage():
     passages = corefdata.generate(2, seed=4)
     reducer = coref.AntecedentAttention(passages)
-    batch = next(OracleEncoder(passages).attention_batches([p.words for p in passages[::-1]]))
-    from bertlook_utils.extract import Batch
+    prepared, inputs, attn = next(OracleEncoder(passages).batches([p.words for p in passages[::-1]]))
     with pytest.raises(ValueError, match="differ"):
-        reducer.update(Batch.build(batch[1], batch[2], batch[0], "[CLS]", "[SEP]"))
+        reducer.update(Batch.build(attn, inputs["attention_mask"].bool(), prepared, "[CLS]", "[SEP]"))
 
 
 def test_real_encoder_streaming_equals_one_passage_at_a_time(encoder):
@@ -233,9 +234,9 @@ def test_the_figure_marks_wrong_picks_in_red():
     import matplotlib.pyplot as plt
 
     attn = oracle_attention(PASSAGE, coref.nearest_mention)
-    ax = coref.plot_antecedent_attention(PASSAGE, attn[0, 0])
+    ax = figures.antecedent_attention(PASSAGE, attn[0, 0])
     colours = [line.get_color() for line in ax.lines]
     assert len(colours) == 5 and colours.count("#d1495b") == 4  # nearest mention: 1 of 5 right
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="one head"):
-        coref.plot_antecedent_attention(PASSAGE, attn)
+        figures.antecedent_attention(PASSAGE, attn)

@@ -1,56 +1,16 @@
-"""finetune: task data builders (deterministic, balanced, no leaks), cached fine-tuning on a tiny model,
-and head disabling (exactly the chosen head becomes uniform over the real tokens)."""
+"""finetune: cached fine-tuning of a copy of a tiny model, baselines, head disabling (exactly the chosen head
+becomes uniform over the real tokens) and the scan's summary."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from bertlook_utils import finetune, intervene
+from bertlook_utils.extract import batches
 from bertlook_utils.models import load_encoder
-
-
-# -- data -------------------------------------------------------------------------------------------
-def test_topic_data_is_deterministic_balanced_and_disjoint():
-    first = finetune.topic_data(n_train_per_label=3, n_test_per_label=2, seed=1)
-    assert first == finetune.topic_data(n_train_per_label=3, n_test_per_label=2, seed=1)
-    assert first != finetune.topic_data(n_train_per_label=3, n_test_per_label=2, seed=2)
-    assert len(first.labels) == 12 and not first.is_pair
-    counts = first.counts()
-    assert (counts["train"] == 3).all() and (counts["test"] == 2).all()
-    assert not {e.a for e in first.train} & {e.a for e in first.test}
-    assert finetune.majority_accuracy(first) == pytest.approx(1 / 12)
-
-
-@pytest.fixture
-def four_articles(monkeypatch):
-    from bertlook_utils import corpora
-
-    articles = corpora.wiki_articles()[:8]
-    monkeypatch.setattr(finetune, "wiki_articles", lambda: articles)
-    return articles
-
-
-def test_next_paragraph_pairs_are_true_and_balanced(four_articles):
-    data = finetune.next_paragraph_data(n_train=20, n_test=6, seed=0, test_fraction=0.25, cache_dir=None)
-    assert data == finetune.next_paragraph_data(n_train=20, n_test=6, seed=0, test_fraction=0.25, cache_dir=None)
-    assert data.is_pair and len(data.train) == 20 and len(data.test) == 6
-    assert sum(e.label for e in data.train) == 10 and sum(e.label for e in data.test) == 3
-    paragraphs = {title: [finetune.split_sentences(p) for p in ps] for title, ps in four_articles}
-    consecutive = {(p[-1], q[0]) for ps in paragraphs.values() for p, q in zip(ps, ps[1:])}
-    article_of = {s: t for t, ps in paragraphs.items() for p in ps for s in p}
-    for e in data.train + data.test:
-        assert ((e.a, e.b) in consecutive) == (e.label == 1)
-        if e.label == 0:
-            assert article_of[e.a] != article_of[e.b]
-    train_articles = {article_of[x] for e in data.train for x in (e.a, e.b)}
-    test_articles = {article_of[x] for e in data.test for x in (e.a, e.b)}
-    assert not train_articles & test_articles
-
-
-def test_odd_sizes_are_refused():
-    with pytest.raises(ValueError, match="even"):
-        finetune.next_paragraph_data(n_train=5, n_test=2, cache_dir=None)
+from bertlook_utils.tasks import Example, TaskData
 
 
 # -- a tiny model to train and edit -----------------------------------------------------------------
@@ -71,22 +31,27 @@ def tiny_folder(tmp_path_factory):
     return folder
 
 
-def small_task() -> finetune.TaskData:
+def small_task() -> TaskData:
     texts = ["the cat sat on the mat", "a dog ran", "rain fell all day long on the town", "snow",
              "the sun rose over the quiet hills", "birds sang"]
-    examples = tuple(finetune.Example(t, None, i % 2) for i, t in enumerate(texts))
-    return finetune.TaskData("tiny", ("even", "odd"), examples, examples[:4])
+    examples = tuple(Example(t, None, i % 2) for i, t in enumerate(texts))
+    return TaskData("tiny", ("even", "odd"), examples, examples[:4])
 
 
 def test_finetuning_is_seeded_and_cached(tiny_folder, tmp_path):
     data = small_task()
-    tuned = finetune.finetune(tiny_folder, data, epochs=2, batch_size=4, seed=3, cache_dir=tmp_path)
+    base = load_encoder(tiny_folder)
+    before = {k: v.clone() for k, v in base.model.state_dict().items()}
+    tuned = finetune.finetune(base, data, epochs=2, batch_size=4, seed=3, cache_dir=tmp_path)
     assert list(tuned.history["step"]) == [1, 2, 3, 4] and (tuned.folder / finetune.META_FILE).exists()
+    assert all(torch.equal(v, before[k]) for k, v in base.model.state_dict().items())  # a copy was trained
+    assert any(not torch.equal(v, before[k]) for k, v in tuned.encoder.model.state_dict().items())
     assert load_encoder(tuned.folder).n_layers == 2  # the folder is a model folder
-    again = finetune.finetune(tiny_folder, data, epochs=2, batch_size=4, seed=3, cache_dir=tmp_path)
+    assert not list(tmp_path.glob("*.tmp"))  # saved atomically: no temporary folder left
+    again = finetune.finetune(base, data, epochs=2, batch_size=4, seed=3, cache_dir=tmp_path)
     assert again.folder == tuned.folder
     assert torch.equal(again.head.weight, tuned.head.weight)
-    fresh = finetune.finetune(tiny_folder, data, epochs=2, batch_size=4, seed=3, cache_dir=None, progress=False)
+    fresh = finetune.finetune(base, data, epochs=2, batch_size=4, seed=3, cache_dir=None, progress=False)
     assert torch.allclose(fresh.head.weight, tuned.head.weight, atol=1e-6)  # same seed, same training
     logits, labels = tuned.predict(data.test)
     assert logits.shape == (4, 2) and list(labels) == [0, 1, 0, 1]
@@ -107,14 +72,15 @@ def test_distilbert_fine_tunes_with_its_own_dropout_and_no_segment_ids(tmp_path)
     assert finetune._hidden_dropout(config) == 0.25
     with pytest.raises(ValueError, match="names no hidden dropout"):
         finetune._hidden_dropout(PretrainedConfig())
-    tuned = finetune.finetune(tmp_path / "distil", small_task(), epochs=1, batch_size=4, cache_dir=None,
+    tuned = finetune.finetune(load_encoder(tmp_path / "distil"), small_task(), epochs=1, batch_size=4, cache_dir=None,
                               progress=False)
     assert len(tuned.history) == 2 and tuned.predict(small_task().test)[0].shape == (4, 2)
 
 
 def test_disabling_a_head_makes_exactly_it_uniform(tiny_folder):
     encoder = load_encoder(tiny_folder)
-    inputs = finetune._tensors(encoder, small_task().train[:3], 32)  # padded: lengths differ
+    batch = next(batches(encoder, [e.item for e in small_task().train[:3]], 3, attention=False, max_tokens=32))
+    inputs = batch.model_inputs  # padded: lengths differ
     valid = inputs["attention_mask"].bool()
     with torch.inference_mode():
         before = encoder.model(**inputs, output_attentions=True).attentions
@@ -139,7 +105,8 @@ def test_disabling_a_head_makes_exactly_it_uniform(tiny_folder):
 
 def test_disabling_scan_covers_every_head_and_layer(tiny_folder, tmp_path):
     data = small_task()
-    tuned = finetune.finetune(tiny_folder, data, epochs=1, batch_size=4, cache_dir=tmp_path, progress=False)
+    tuned = finetune.finetune(load_encoder(tiny_folder), data, epochs=1, batch_size=4, cache_dir=tmp_path,
+                              progress=False)
     scan = finetune.disabling_scan(tuned, data, cache_dir=None, progress=False)
     assert len(scan) == 1 + 2 * 3 + 2
     assert scan.iloc[0][["layer", "head", "delta_accuracy", "delta_loss"]].tolist() == [0, 0, 0, 0]
@@ -147,8 +114,28 @@ def test_disabling_scan_covers_every_head_and_layer(tiny_folder, tmp_path):
     assert np.isfinite(scan["loss"]).all() and (scan["delta_loss"].abs() > 0).any()
 
 
-def test_clipped_item_fits_and_keeps_whole_words(encoder):
-    example = finetune.Example("one two three " * 40, "four five " * 40, 1)
-    a, b = finetune.clipped_item(encoder.tokenizer, example, 64)
-    assert len(encoder.encode(a, b).tokens) <= 64
-    assert set(a.split()) <= {"one", "two", "three"} and set(b.split()) <= {"four", "five"}
+def test_task_scores_and_the_scan_summary(tiny_folder, tmp_path):
+    data = small_task()
+    base = load_encoder(tiny_folder)
+    tuned = finetune.finetune(base, data, epochs=1, batch_size=4, cache_dir=tmp_path, progress=False)
+    scores = finetune.task_scores(base, {"tiny": data}, {"tiny": tuned}, max_length=32)
+    assert list(scores.columns) == list(finetune.SCORE_COLUMNS) and list(scores.index) == ["tiny"]
+    assert scores.loc["tiny", "majority class"] == finetune.majority_accuracy(data)
+    assert scores.loc["tiny", "fine-tuned"] == finetune.accuracy_and_loss(*tuned.predict(data.test))[0]
+    assert 0 <= scores.loc["tiny", "frozen encoder + linear head"] <= 1
+
+
+def test_scan_summary_reads_the_best_and_worst_head_and_layer():
+    """A scan of 2 layers x 2 heads with known changes: head 2-1 helps most, 1-2 hurts most, layer 2 hurts."""
+    rows = [(0, 0, 0.5, 1.0), (1, 1, 0.5, 1.0), (1, 2, 0.25, 1.2), (2, 1, 0.75, 0.9), (2, 2, 0.5, 0.95),
+            (1, 0, 0.5, 1.1), (2, 0, 0.0, 2.0)]
+    scan = pd.DataFrame(rows, columns=["layer", "head", "accuracy", "loss"])
+    scan["delta_accuracy"] = scan["accuracy"] - 0.5
+    scan["delta_loss"] = scan["loss"] - 1.0
+    summary = finetune.scan_summary({"task": scan}).loc["task"]
+    assert summary["accuracy"] == 0.5
+    assert (summary["heads that help when disabled"], summary["heads that hurt"]) == (1, 1)
+    assert (summary["best head"], summary["best gain"]) == ("2-1", 0.25)
+    assert (summary["worst head"], summary["worst loss"]) == ("1-2", -0.25)
+    assert summary["heads lowering the loss"] == 2
+    assert (summary["worst layer"], summary["worst layer change"]) == (2, -0.5)

@@ -9,7 +9,8 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertModel
 
-from bertlook_utils import gradients, intervene
+from bertlook_utils import compare, gradients, intervene
+from bertlook_utils.extract import Batch, batches
 from bertlook_utils.models import Encoder, default_model_path, load_encoder
 
 PAIRS = [("The cat sat on the mat.", "It was warm, and it slept."),
@@ -31,6 +32,11 @@ def tiny_encoder(seed: int = 0) -> Encoder:
     """2 layers x 2 heads, hidden 16, random weights, float64."""
     torch.manual_seed(seed)
     return Encoder("tiny", BertModel(tiny_config()).double().eval(), tokenizer(), f"tiny-{seed}", 64)
+
+
+def one_batch(encoder: Encoder, items) -> Batch:
+    """All the items in one padded batch, as the engine makes them (no forward pass)."""
+    return next(batches(encoder, items, len(items), attention=False))
 
 
 def finite_difference(loss_of, layer, index, eps=1e-6) -> float:
@@ -67,7 +73,7 @@ def check_against_finite_differences(module, objective, batch, seeds):
 
 def test_pair_cosine_gradients_agree_with_finite_differences():
     encoder = tiny_encoder()
-    batch = gradients.token_batch(encoder, PAIRS)
+    batch = one_batch(encoder, PAIRS)
     check_against_finite_differences(encoder.model, gradients.PairCosine(), batch, [0, 1])
 
 
@@ -75,7 +81,7 @@ def test_masked_lm_gradients_agree_with_finite_differences():
     torch.manual_seed(1)
     model = BertForMaskedLM(tiny_config()).double().eval()
     objective = gradients.MaskedLM(model, tokenizer().mask_token_id)
-    batch = gradients.token_batch(tiny_encoder(), PAIRS)
+    batch = one_batch(tiny_encoder(), PAIRS)
     loss = objective.loss(model, batch, [0, 1])
     assert loss.shape == (2,) and torch.all(loss > 0)
     torch.testing.assert_close(objective.loss(model, batch, [0, 1]), loss)  # seeded masking
@@ -89,7 +95,7 @@ def test_attention_gradients_aggregates_per_category():
     assert result.gradient.shape == result.attention.shape == (2, 2, 2, len(gradients.CATEGORIES))
     np.testing.assert_allclose(result.attention.sum(-1), 1, atol=1e-12)  # the categories split each row
     # by hand for input 1 ("Rome is old, too."), layer 2, head 1: the mean |grad| on "," and "." columns
-    batch = gradients.token_batch(encoder, PAIRS)
+    batch = one_batch(encoder, PAIRS)
     capture = intervene.Capture()
     with intervene.edit_attention(encoder.model, capture):
         grads = capture.gradients(gradients.PairCosine().loss(encoder.model, batch, [0, 1]).sum())
@@ -163,10 +169,10 @@ def test_sink_ablation_is_zero_where_attention_cannot_matter(tmp_path):
     assert np.isnan(ratios["layer", 1]) and ratios["layer", 2] > 0  # layer 1's edits change nothing: no ratio
     grad = gradients.attention_gradients(tiny_encoder(), PAIRS, gradients.PairCosine(), cache_dir=None,
                                          progress=False)
-    table = gradients.comparison(grad, result)
-    assert list(table.columns) == ["quantity", "paper", "this run", "note"] and len(table) == 5
+    table = compare.sep_noop(grad, result)
+    assert list(table.columns) == ["quantity", "paper", "this run", "what differs"] and len(table) == 5
     assert table["this run"].str.len().min() > 0
-    assert table["note"].iloc[-1].endswith("largest in layer 2")
+    assert table["what differs"].iloc[-1].endswith("largest in layer 2")
     with pytest.raises(ValueError, match="at least two"):
         gradients.sink_ablation(encoder, PAIRS, batch_size=1, cache_dir=None, progress=False)
     with pytest.raises(ValueError, match="0-based"):
@@ -186,8 +192,8 @@ def test_contrast_ratio_needs_a_measurable_random_change():
     assert contrast["ratio"].iloc[0] == pytest.approx(3.0) and np.isnan(contrast["ratio"].iloc[1])
     grad = gradients.attention_gradients(tiny_encoder(), PAIRS, gradients.PairCosine(), cache_dir=None,
                                          progress=False)
-    row = gradients.comparison(grad, gradients.AblationResult(frame, 0.5)).iloc[-1]
-    assert (row["this run"], row["note"][-18:]) == ("3.0x to 3.0x the change", "largest in layer 1")
+    row = compare.sep_noop(grad, gradients.AblationResult(frame, 0.5)).iloc[-1]
+    assert (row["this run"], row["what differs"][-18:]) == ("3.0x to 3.0x the change", "largest in layer 1")
     quiet = frame.assign(pooled_distance=frame["pooled_distance"] * 1e-4)
-    row = gradients.comparison(grad, gradients.AblationResult(quiet, 0.5)).iloc[-1]
+    row = compare.sep_noop(grad, gradients.AblationResult(quiet, 0.5)).iloc[-1]
     assert row["this run"] == "no measurable change"

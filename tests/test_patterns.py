@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import column_map, identity_map, prev_map, random_row_stochastic, segment_ids_for, spread_map, uniform_map
 
-from bertlook_utils import patterns
+from bertlook_utils import compare, finetune, patterns
 from bertlook_utils.extract import Batch
 from bertlook_utils.models import Encoded
 
@@ -134,16 +134,20 @@ def test_the_hand_labels_are_complete():
     assert labels["layer"].min() >= 1 and labels["head"].min() >= 1
 
 
-@pytest.mark.parametrize("f1, expected", [(0.61, "macro-F1 0.61 (rules, "), (float("nan"), "not measured (")])
-def test_paper_comparison_reads_each_finding_off_the_results(f1, expected):
+@pytest.mark.parametrize("f1, expected", [(0.61, "macro-F1 0.61 (rules, 160 maps"), (float("nan"), "not measured (")])
+def test_dark_secrets_comparison_reads_each_finding_off_the_results(f1, expected):
     """A 3 x 2 model whose layers 2 and 3 changed most; disabling head 1-2 gains 1/16 = 6.25 points."""
     similarity = {"topic": np.array([[1.0, 0.99], [0.8, 0.7], [0.9, 0.85]])}
-    scan = pd.DataFrame({"layer": [0, 1, 1, 1], "head": [0, 1, 2, 0], "delta_accuracy": [0, -0.125, 0.0625, -0.25]})
-    scores = pd.DataFrame({"frozen encoder + linear head": [0.5], "fine-tuned": [0.75]}, index=["topic"])
-    table = patterns.paper_comparison(f1, {"topic": 0.42}, similarity, {"topic": scan}, scores)
-    found = dict(zip(table["finding"], table["this run"]))
+    scan = pd.DataFrame({"layer": [0, 1, 1, 1], "head": [0, 1, 2, 0], "accuracy": [0.5, 0.375, 0.5625, 0.25],
+                         "delta_accuracy": [0, -0.125, 0.0625, -0.25], "delta_loss": [0, 0.1, -0.1, 0.3]})
+    scores = pd.DataFrame({"majority class": [0.1], "frozen encoder + linear head": [0.5], "fine-tuned": [0.75]},
+                          index=["topic"])
+    table = compare.dark_secrets(f1, 160, {"topic": 0.42}, similarity, finetune.scan_summary({"topic": scan}), scores)
+    assert list(table.columns) == list(compare.COLUMNS)
+    found = dict(zip(table["quantity"], table["this run"]))
     assert found["classifier vs hand labels"].startswith(expected) and "nan" not in found["classifier vs hand labels"]
     assert found["heterogeneous share (fine-tuned)"] == "42% (topic)"
     assert found["layers changed most by fine-tuning"] == "layers 2, 3 (topic)"
     assert found["best single-head disabling"] == "+6.2 points (topic)"
     assert found["fine-tuned vs frozen pre-trained"] == "+25.0 points (topic)"
+    assert dict(zip(table["quantity"], table["paper"]))["heterogeneous share (fine-tuned)"] == "32% (MRPC) to 61% (QQP)"

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from bertlook_utils import probes
+from bertlook_utils import compare, paper, probes, syntax
 from bertlook_utils.trees import is_tree, mst_heads, tree_score
 
 L, H = 2, 3
@@ -303,7 +303,14 @@ def test_run_probes_end_to_end_and_cached(encoder, tmp_path, monkeypatch):
     assert results.weights.shape == results.head_accuracy.shape == (2, encoder.n_layers, encoder.n_heads)
     assert set(results.curves["epoch"]) == {1, 2} and results.n_words_test == 4 * 6
     assert {"det", "all"} <= set(results.best_heads["relation"])
-    assert list(probes.table3(results)["paper model"][:6]) == list(probes.TABLE3["model"])
+    table3 = compare.table3(results)
+    assert list(table3["quantity"][:6]) == list(paper.TABLE3["model"])
+    assert table3["quantity"].iloc[-1] == "random-init attention only"  # the row only this run has
+    assert table3.set_index("quantity").loc["right-branching", "this run"].startswith("50.0 (MST ")
+    gaps = compare.table3_gaps(results).set_index("quantity")
+    assert gaps.loc["attention only - right-branching (UAS points)", "paper"] == "+35.0"
+    weights = probes.weight_table(results)
+    assert len(weights) == results.weights.size and set(weights["direction"]) == set(syntax.DIRECTIONS)
     monkeypatch.setattr(probes, "train_probe", lambda *a, **k: pytest.fail("the second call must read the cache"))
     again = probes.run_probes(encoder, selection, heldout, epochs=2, batch_size=4, min_relation=1,
                               cache_dir=tmp_path, progress=False)

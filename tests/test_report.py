@@ -1,12 +1,12 @@
-"""report: relative-depth layer mapping, the paper-vs-run tables on synthetic per-head statistics, two models
-side by side, markdown."""
+"""report: two models side by side, markdown; and the surface / entropy comparison tables it collects
+(`compare.surface`, `compare.entropy`) on synthetic per-head statistics."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from bertlook_utils import report
+from bertlook_utils import compare, report
 from bertlook_utils.surface import ENTROPY_COLUMNS, TOKEN_COLUMNS, SurfaceResult
 
 
@@ -27,37 +27,31 @@ def synthetic_result(n_layers: int, prev_heads=(), sink: str = "cls") -> Surface
     return SurfaceResult(tokens, entropy, [])
 
 
-def test_by_depth_maps_bert_base_layers_to_the_same_relative_depth():
-    assert report.by_depth(range(6, 11), 12) == [6, 7, 8, 9, 10]
-    assert report.by_depth(range(6, 11), 6) == [3, 4, 5]
-    assert report.by_depth((1,), 2) == [1]
-
-
 def test_surface_comparison_counts_previous_token_heads_and_names_the_sink():
-    table = report.surface_comparison(synthetic_result(6, prev_heads=[(2, 1), (4, 2)]))
+    table = compare.surface(synthetic_result(6, prev_heads=[(2, 1), (4, 2)]))
     prev = table.set_index("quantity").loc["heads with > 50 % on the previous token", "this run"]
     assert prev == "2 (2-1, 4-2)"
     cls_row = table.set_index("quantity").loc["attention to [CLS] in the middle layers"]
-    assert cls_row["this run"] == "60.0 %" and cls_row["note"] == "this model's sink is [CLS]"
+    assert cls_row["this run"] == "60.0 %" and cls_row["what differs"] == "this model's sink is [CLS]"
 
 
 def test_two_models_side_by_side_keep_each_models_numbers_and_notes():
-    six = report.surface_comparison(synthetic_result(6, prev_heads=[(2, 1)]))
-    twelve = report.surface_comparison(synthetic_result(12, sink="sep"))
+    six = compare.surface(synthetic_result(6, prev_heads=[(2, 1)]))
+    twelve = compare.surface(synthetic_result(12, sink="sep"))
     both = report.side_by_side({"six": six, "twelve": twelve})
-    assert list(both.columns) == ["quantity", "paper", "six", "twelve", "note"]
+    assert list(both.columns) == ["quantity", "paper", "six", "twelve", "what differs"]
     row = both.set_index("quantity").loc["heads with > 50 % on the previous token"]
     assert (row["six"], row["twelve"]) == ("1 (2-1)", "0 (none)")
     sep = both.set_index("quantity").loc["attention to [SEP] in the middle layers"]
     assert sep["six"] == "0.0 %" and sep["twelve"] == "60.0 %"
-    assert sep["note"] == "six: layers 3-5 here, by relative depth; twelve: layers 6-10 here, by relative depth"
-    assert both.set_index("quantity").loc["attention to [CLS] in the middle layers", "note"] == \
+    assert sep["what differs"] == "six: layers 3-5 here, by relative depth; twelve: layers 6-10 here, by relative depth"
+    assert both.set_index("quantity").loc["attention to [CLS] in the middle layers", "what differs"] == \
         "six: this model's sink is [CLS]"
 
 
 def test_side_by_side_rejects_tables_of_other_quantities():
-    surface = report.surface_comparison(synthetic_result(6))
-    entropy = report.entropy_comparison(synthetic_result(6))
+    surface = compare.surface(synthetic_result(6))
+    entropy = compare.entropy(synthetic_result(6))
     with pytest.raises(ValueError, match="other quantities"):
         report.side_by_side({"a": surface, "b": entropy})
     with pytest.raises(ValueError, match="no tables"):
@@ -70,13 +64,13 @@ def test_markdown_has_a_header_a_rule_and_one_line_per_row():
 
 
 def test_a_two_layer_model_gets_two_thirds_of_the_layers():
-    table = report.surface_comparison(synthetic_result(2, sink="sep"))
+    table = compare.surface(synthetic_result(2, sink="sep"))
     sinks = table.set_index("quantity").loc["early / middle / deep layers attend most to", "this run"]
     assert sinks == "1-1: [SEP] 60.0 %; 2-2: [SEP] 60.0 %"
 
 
 def test_a_long_list_of_heads_is_cut_after_twelve():
     many = [(layer, head) for layer in range(1, 8) for head in (1, 2)]  # 14 heads
-    table = report.surface_comparison(synthetic_result(7, prev_heads=many))
+    table = compare.surface(synthetic_result(7, prev_heads=many))
     prev = table.set_index("quantity").loc["heads with > 50 % on the previous token", "this run"]
     assert prev == "14 (1-1, 1-2, 2-1, 2-2, 3-1, 3-2, 4-1, 4-2, 5-1, 5-2, 6-1, 6-2, … (2 more))"

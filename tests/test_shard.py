@@ -106,12 +106,12 @@ def test_an_interrupted_pass_resumes_at_the_first_missing_block(tiny, tmp_path):
         reduce(tiny, texts, [TokenStats(), Interrupt(at=25)], cache_dir=tmp_path, progress=False, block_size=10)
     assert len(list(tmp_path.glob("token_stats-*.npz"))) == 2  # blocks 0 and 1 were finished and kept
     passes = []
-    original = tiny.attention_batches
-    tiny.attention_batches = lambda items, *a, **k: passes.append(1) or original(items, *a, **k)
+    original = tiny.batches
+    tiny.batches = lambda items, *a, **k: passes.append(1) or original(items, *a, **k)
     try:
         resumed = reduce(tiny, texts, [TokenStats()], cache_dir=tmp_path, progress=False, block_size=10)
     finally:
-        del tiny.attention_batches
+        del tiny.batches
     assert len(passes) == 2  # blocks 2 and 3 only
     fresh = reduce(tiny, texts, [TokenStats()], cache_dir=None, progress=False, block_size=10)
     assert_same_results(resumed, fresh)
@@ -178,7 +178,7 @@ def test_torchrun_shards_the_blocks_across_two_processes(tiny, tiny_folder, item
 
     items = json.loads(items_file.read_text())
     fresh = reduce(tiny, items, surface_reducers(), cache_dir=None, progress=False, block_size=50)
-    monkeypatch.setattr(tiny, "attention_batches", no_model)
+    monkeypatch.setattr(tiny, "batches", no_model)
     sharded = reduce(tiny, items, surface_reducers(), cache_dir=cache_dir, progress=False, block_size=50)
     assert_same_results(sharded, fresh, rtol=1e-5)
 

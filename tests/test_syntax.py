@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bertlook_utils import syntax
+from bertlook_utils import compare, syntax, widgets
 from bertlook_utils.parses import Sentence
 
 
@@ -161,14 +161,14 @@ def test_heldout_table_scores_the_selected_head_on_the_other_half():
 
 
 def test_table1_comparison_maps_stanford_names_to_spacy():
-    from bertlook_utils.paper import TABLE1
-
     examples = [synthetic(t, relations=["compound" if h else "ROOT" for h in t],
                           special={(2, 2): to_gold_head(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
-    table = syntax.table1_comparison(TABLE1, syntax.head_accuracy(examples), syntax.offset_baseline(examples))
-    nn = table.set_index("relation").loc["nn → compound"]
-    assert (nn["paper head"], nn["head"], nn["acc."]) == ("4-10", "2-2", 100.0)
-    assert table.set_index("relation").loc["prt", "head"] == "–"  # no prt in these sentences
+    table = compare.table1(syntax.head_accuracy(examples), syntax.offset_baseline(examples)).set_index("quantity")
+    assert table.loc["nn", "paper"] == "4-10: 70.4 | offset +1: 70.2"
+    assert table.loc["nn", "this run"].startswith("2-2: 100.0 [100.0–100.0] | offset ")
+    assert "compound" in table.loc["nn", "what differs"]
+    assert table.loc["prt", "this run"] == "–"  # no prt in these sentences
+    assert table.loc["pobj", "paper"].startswith("9-6 (head→dep): 76.3")
 
 
 def test_streamed_cached_scores_equal_in_memory_scores(encoder, tmp_path):
@@ -178,7 +178,7 @@ def test_streamed_cached_scores_equal_in_memory_scores(encoder, tmp_path):
         got = syntax.score_sentences(encoder, sentences, cache_dir=tmp_path, progress=False)
         for field in ("correct", "offset_correct", "relations", "sentence"):
             np.testing.assert_array_equal(getattr(got, field), getattr(expected, field))
-    assert len(list(tmp_path.glob("syntax-scores-*.npz"))) == 1
+    assert len(list(tmp_path.glob("syntax_scores-*.npz"))) == 1  # one block
 
 
 def test_split_scores_follows_the_article_halves():
@@ -204,7 +204,7 @@ def test_accuracy_frame_and_relation_explorer_draw_every_head_without_stray_figu
     with pytest.raises(ValueError, match="direction"):
         syntax.accuracy_frame(scores, "all", "sideways")
     before = plt.get_fignums()
-    explorer = syntax.relation_explorer(scores, min_n=1, snapshot=False)
+    explorer = widgets.relation_explorer(scores, min_n=1, snapshot=False)
     first = explorer.png
     explorer.controls["relation"].value = "a"
     explorer.controls["direction"].value = "head->dep"

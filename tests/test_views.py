@@ -1,4 +1,4 @@
-"""BertViz head / model views drawn offline (viz.head_view, viz.model_view) and the asset finder."""
+"""BertViz head / model views drawn offline (views.head_view, views.model_view) and the asset finder."""
 from __future__ import annotations
 
 import html
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from bertlook_utils import assets, viz
+from bertlook_utils import assets, views, viz
 from conftest import PAIR_TOKENS, make_encoded, random_row_stochastic
 
 REMOTE = re.compile(r"""\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
@@ -40,7 +40,7 @@ def params_of(document: str) -> dict:
     return json.loads(line.group(1))
 
 
-@pytest.mark.parametrize("draw", [viz.head_view, viz.model_view], ids=["head_view", "model_view"])
+@pytest.mark.parametrize("draw", [views.head_view, views.model_view], ids=["head_view", "model_view"])
 def test_view_is_a_self_contained_iframe(pair, draw):
     view = draw(pair)
     document = srcdoc(view)
@@ -59,7 +59,7 @@ def test_view_is_a_self_contained_iframe(pair, draw):
 
 
 def test_head_view_params_are_one_indexed_and_once(pair):
-    document = viz.head_view(pair, layer=2, heads=[1, 3]).document
+    document = views.head_view(pair, layer=2, heads=[1, 3]).document
     params = params_of(document)
     assert params["include_layers"] == [1, 2]
     assert params["layer"] == 2
@@ -74,7 +74,7 @@ def test_head_view_params_are_one_indexed_and_once(pair):
 
 
 def test_model_view_labels_are_one_indexed(pair):
-    params = params_of(viz.model_view(pair, include_layers=[2], include_heads=[2, 3]).document)
+    params = params_of(views.model_view(pair, include_layers=[2], include_heads=[2, 3]).document)
     assert params["include_layers"] == [2] and params["include_heads"] == [2, 3]
     assert params["total_heads"] == 3
     assert np.array(params["attention"][0]["attn"]).shape == (1, 2, 11, 11)
@@ -83,22 +83,22 @@ def test_model_view_labels_are_one_indexed(pair):
 def test_single_sentence_has_no_pair_menu():
     tokens = ["[CLS]", "a", "b", "[SEP]"]
     enc = make_encoded(tokens, np.stack([np.eye(4, dtype=np.float32)] * 2)[None])
-    document = viz.head_view(enc).document
+    document = views.head_view(enc).document
     assert "Sentence A" not in document
     assert [d["name"] for d in params_of(document)["attention"]] == [None]
 
 
 def test_views_are_deterministic_and_sized(pair):
-    first, second = viz.head_view(pair), viz.head_view(pair)
+    first, second = views.head_view(pair), views.head_view(pair)
     assert first._repr_html_() == second._repr_html_()  # saved notebook outputs do not churn
     assert re.search(r"height:\d+px", first._repr_html_())
-    assert viz.model_view(pair).height > 100
+    assert views.model_view(pair).height > 100
 
 
 @pytest.mark.parametrize("kwargs", [{"layer": 0}, {"layer": 3}, {"heads": [4]}, {"heads": []}])
 def test_bad_layer_or_head_raises(pair, kwargs):
     with pytest.raises(ValueError, match="1-indexed"):
-        viz.head_view(pair, **kwargs)
+        views.head_view(pair, **kwargs)
 
 
 @pytest.mark.parametrize("layer, head", [(0, 1), (3, 1), (1, 0), (1, 4), (-1, 2)])
@@ -112,10 +112,10 @@ def test_static_head_figures_reject_a_head_the_model_lacks(pair, draw, layer, he
 
 def test_cdn_markers_must_be_found():
     with pytest.raises(RuntimeError, match="BertViz's HTML changed"):
-        viz.offline_document("<div id='vis'></div><script>requirejs(['d3'], function () {});</script>")
+        views.offline_document("<div id='vis'></div><script>requirejs(['d3'], function () {});</script>")
 
 
-@pytest.mark.parametrize("draw", [viz.head_view, viz.model_view], ids=["head_view", "model_view"])
+@pytest.mark.parametrize("draw", [views.head_view, views.model_view], ids=["head_view", "model_view"])
 def test_missing_assets_fall_back_to_matplotlib(pair, draw, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(assets.ENV_VAR, str(tmp_path))
     result = draw(pair)
@@ -142,7 +142,7 @@ def test_asset_finder(tmp_path, monkeypatch):
 
 def test_views_of_a_real_pair(encoder):
     enc = encoder.encode("The cat sat on the mat.", "It was tired.")
-    for draw in (viz.head_view, viz.model_view):
+    for draw in (views.head_view, views.model_view):
         view = draw(enc)
         document = srcdoc(view)
         assert all(json.dumps(t) in document for t in enc.tokens)
