@@ -18,7 +18,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export BERTLOOK_MODEL := $(MODEL)
 
-.PHONY: setup assets browser run test unit nbval notebooks slides report extract bench lab clean
+.PHONY: setup assets browser run test unit slow nbval notebooks slides report extract bench lab clean
 
 setup: $(STAMP) $(ASSETS)
 
@@ -56,15 +56,20 @@ extract: setup
 	$(VENV)/bin/torchrun --standalone --nproc_per_node=$(PROCS) -m bertlook_utils.cli extract \
 		--analyses surface clustering --segments $(SEGMENTS)
 
-## test: unit and browser tests, then every committed notebook under nbval
-test: unit nbval
+## test: the fast unit tests, the slow and browser tests, then every committed notebook under nbval
+test: unit slow nbval
 
 ## browser: Debian's chromium for the browser tests (playwright drives it; it never downloads a browser)
 browser:
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-unit: setup browser
-	$(PY) -m pytest -q tests
+## unit: the fast tests (synthetic attention with known answers; under 3 minutes)
+unit: setup
+	$(PY) -m pytest -q -m "not slow and not browser" tests
+
+## slow: subprocesses, torchrun, the memory run, the benchmark and the browser tests (headless chromium)
+slow: setup browser
+	$(PY) -m pytest -q -m "slow or browser" tests
 
 nbval: setup
 	$(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \

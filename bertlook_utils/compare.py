@@ -183,7 +183,7 @@ def table2(result: CorefResult) -> pd.DataFrame:
     its counterpart here (the held-out half, with 95 % bootstrap intervals)."""
     ours = {(r.system, r.type): r for r in result.table.itertuples(index=False)}
     label = best_head_label(result.best)
-    counterpart = {"BERT head 5-4": (label, "this run's best head, chosen on the selection half"),
+    counterpart = {"BERT head 5-4": (label, f"this run: {label}, chosen on the selection half"),
                    "neural coref (not comparable)": (COMBINED, f"this run: {COMBINED}, not a coreference system")}
     rows = []
     for record in paper.TABLE2.itertuples(index=False):

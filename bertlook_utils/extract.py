@@ -106,12 +106,6 @@ def batches(encoder: Encoder, items: Sequence, batch_size: int = 32, attention: 
         start += len(prepared)
 
 
-def length_order(encoder: Encoder, items: Sequence) -> list[int]:
-    """Indices of `items` by token count (stable): batching them in this order wastes little on padding."""
-    lengths = [len(encoder.prepare(*_pair(item)).input_ids) for item in items]
-    return sorted(range(len(items)), key=lengths.__getitem__)
-
-
 class Reducer:
     """Consumes batches, keeps running sums. `key` names its settings in the cache key; `result()` is a
     dict of numpy arrays (what is cached); `merge(results)` combines the results of consecutive blocks of
@@ -210,12 +204,6 @@ def reducer_version(reducer: Reducer) -> str:
 
 def _as_item(item):
     return item.pair if isinstance(item, Segment) else item
-
-
-def _pair(item) -> tuple:
-    """(a, b) of an input: b None for a single text."""
-    item = _as_item(item)
-    return item if isinstance(item, tuple) else (item, None)
 
 
 def process_group() -> tuple[int, int]:

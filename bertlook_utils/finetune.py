@@ -227,10 +227,11 @@ def frozen_baseline(encoder: Encoder, data: TaskData, max_length: int = 64, seed
 
 
 def task_scores(encoder: Encoder, tasks: Mapping[str, TaskData], tuned: Mapping[str, FineTuned],
-                max_length: int = 64, seed: int = 0) -> pd.DataFrame:
+                max_length: int = 64, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                progress: bool = True) -> pd.DataFrame:
     """Test accuracy per task (rows) of the three models in SCORE_COLUMNS: the majority class, a linear head on
     the frozen `encoder` (`frozen_baseline`) and the fine-tuned model (`tuned[task]`)."""
-    rows = {name: (majority_accuracy(data), frozen_baseline(encoder, data, max_length, seed),
+    rows = {name: (majority_accuracy(data), frozen_baseline(encoder, data, max_length, seed, cache_dir, progress),
                    accuracy_and_loss(*tuned[name].predict(data.test))[0]) for name, data in tasks.items()}
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(SCORE_COLUMNS)).rename_axis("task")
 

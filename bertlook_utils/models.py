@@ -134,9 +134,7 @@ class Encoder:
                 if not self.tokenizer.tokenize(word):
                     raise ValueError(f"{'the word ' if pre_split else 'text ' + which + ' '}{word!r} gives no "
                                      f"wordpieces with {self.name}'s tokenizer; drop it or replace it before encoding")
-        spelled = parts
-        if pre_split and self._space_before_words:  # spell each later word as it follows a space in running text
-            spelled = [[w if i == 0 else " " + w for i, w in enumerate(part)] for part in parts]
+        spelled = [self._spelled(part) for part in parts] if pre_split else parts
         cut = {"truncation": False} if max_tokens is None else {"truncation": True, "max_length": max_tokens}
         enc = self.tokenizer(*spelled, is_split_into_words=pre_split, return_offsets_mapping=not pre_split,
                              add_special_tokens=True, **cut)
@@ -170,6 +168,19 @@ class Encoder:
                 words[w] = parts[seq][start:end]
         type_ids = enc["token_type_ids"] if "token_type_ids" in enc else segment_ids
         return Prepared(ids, list(type_ids), tokens, word_ids, words, segment_ids)
+
+    def _spelled(self, words: Sequence[str]) -> list[str]:
+        """Pre-split words as the tokenizer should see them: each later word after a space where the tokenizer
+        marks word starts by a space (byte-level BPE), else unchanged."""
+        if not self._space_before_words:
+            return list(words)
+        return [w if i == 0 else " " + w for i, w in enumerate(words)]
+
+    def count_tokens(self, word_lists: Sequence[Sequence[str]]) -> list[int]:
+        """The number of tokens (special tokens included) that `prepare` gives each pre-split word list, in one
+        batched call without `prepare`'s checks: for ordering inputs by length."""
+        spelled = [self._spelled(words) for words in word_lists]
+        return [len(ids) for ids in self.tokenizer(spelled, is_split_into_words=True, truncation=False)["input_ids"]]
 
     def _warn_if_unknown(self, ids: Sequence[int], seq_ids: Sequence[int | None]) -> None:
         """UserWarning when every token of text a or b is the unknown token: the vocabulary misses its script."""

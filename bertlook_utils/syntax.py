@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -25,7 +26,7 @@ from .cache import DEFAULT_CACHE_DIR
 from .conventions import check_attention, head_frame, head_label
 from .extract import Batch, Reducer, batches, concatenate, reduce
 from .intervals import bootstrap_interval
-from .models import Encoder, Prepared
+from .models import Encoder
 from .parses import POSSESSIVE_MARKERS, Sentence, split_halves, to_conllu
 from .wordlevel import to_word_level
 
@@ -81,20 +82,6 @@ class ParsedAttention:
 
 
 # -- alignment ------------------------------------------------------------------------------------
-def _prepare(encoder: Encoder, sentence: Sentence) -> Prepared:
-    """The encoder's prepared input for a sentence's words, checked to keep every word as one word."""
-    try:
-        prepared = encoder.prepare(list(sentence.words))
-    except ValueError as error:
-        raise ValueError(f"sentence {sentence.id!r} cannot be aligned: {error}") from error
-    n = len(sentence.words)
-    if (max(prepared.word_ids) + 1 != n + 2 or prepared.words[1:-1] != list(sentence.words)
-            or prepared.tokens[0] != encoder.cls_token or prepared.tokens[-1] != encoder.sep_token):
-        raise ValueError(f"sentence {sentence.id!r}: the encoder's words do not match the parser's {n} words "
-                         "one to one between [CLS] and [SEP]")
-    return prepared
-
-
 def _examples(batch: Batch, sentences: Sequence[Sentence], from_mode: str) -> Iterator[tuple[int, ParsedAttention]]:
     """(position among the pass's inputs, ParsedAttention) of every input of a batch of sentences' words;
     sentences[k] is the sentence of input k of the pass."""
@@ -108,13 +95,27 @@ def _examples(batch: Batch, sentences: Sequence[Sentence], from_mode: str) -> It
         yield k, ParsedAttention(word_attn, np.array(s.heads), list(s.relations), list(s.words), s.is_punct, s.id)
 
 
+@contextmanager
+def _naming_the_sentence(encoder: Encoder, sentences: Sequence[Sentence]) -> Iterator[None]:
+    """Inside the block, an input the encoder refuses (a word without wordpieces, a sentence too long) raises
+    a ValueError that names the sentence (found afterwards, so the usual path pays nothing for it)."""
+    try:
+        yield
+    except ValueError as error:
+        for s in sentences:
+            try:
+                encoder.prepare(list(s.words))
+            except ValueError as refused:
+                raise ValueError(f"sentence {s.id!r} cannot be aligned: {refused}") from error
+        raise
+
+
 def _length_order(encoder: Encoder, sentences: Sequence[Sentence]) -> list[int]:
-    """Indices of the sentences by token count (stable), after checking that each aligns: batching them in
-    this order wastes little on padding."""
+    """Indices of the sentences by token count (stable): batching them in this order wastes little on padding."""
     if not sentences:
         raise ValueError("no sentences to align")
-    prepared = [_prepare(encoder, s) for s in sentences]
-    return sorted(range(len(sentences)), key=lambda i: len(prepared[i].input_ids))
+    lengths = encoder.count_tokens([list(s.words) for s in sentences])
+    return sorted(range(len(sentences)), key=lengths.__getitem__)
 
 
 def parsed_attention(encoder: Encoder, sentences: Sequence[Sentence], batch_size: int = 32, progress: bool = True,
@@ -131,10 +132,11 @@ def parsed_attention(encoder: Encoder, sentences: Sequence[Sentence], batch_size
     out: list[ParsedAttention | None] = [None] * len(sentences)
     with tqdm(total=len(sentences), desc=f"word-level attention of {encoder.name}", unit="sentence",
               disable=not progress) as bar:
-        for batch in batches(encoder, [list(s.words) for s in ordered], batch_size):
-            for k, example in _examples(batch, ordered, from_mode):
-                out[order[k]] = example
-            bar.update(len(batch.inputs))
+        with _naming_the_sentence(encoder, ordered):
+            for batch in batches(encoder, [list(s.words) for s in ordered], batch_size):
+                for k, example in _examples(batch, ordered, from_mode):
+                    out[order[k]] = example
+                bar.update(len(batch.inputs))
     return out  # type: ignore[return-value]
 
 
@@ -309,8 +311,9 @@ def score_sentences(encoder: Encoder, sentences: Sequence[Sentence], offsets: Se
     order = _length_order(encoder, sentences)
     ordered = [sentences[i] for i in order]
     reducer = SentenceScores(ordered, order, offsets, from_mode)
-    reduce(encoder, [list(s.words) for s in ordered], [reducer], batch_size=batch_size, cache_dir=cache_dir,
-           progress=progress, desc=f"word-level attention of {encoder.name}")
+    with _naming_the_sentence(encoder, ordered):
+        reduce(encoder, [list(s.words) for s in ordered], [reducer], batch_size=batch_size, cache_dir=cache_dir,
+               progress=progress, desc=f"word-level attention of {encoder.name}")
     scores = reducer.scores
     by_sentence = np.argsort(scores.sentence, kind="stable")  # the caller's order, each sentence's words in order
     return HeadScores(scores.correct[by_sentence], scores.offset_correct[by_sentence], scores.relations[by_sentence],

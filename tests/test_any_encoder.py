@@ -115,3 +115,11 @@ def test_wordpiece_pre_split_words_get_no_extra_spaces(model_folders):
     encoder = load_encoder(model_folders["distilbert"][0])
     assert not encoder._space_before_words
     assert encoder.encode(WORDS).tokens == encoder.encode(" ".join(WORDS)).tokens
+
+
+@pytest.mark.parametrize("name", ["bert-12x12", "roberta"])
+def test_token_counts_are_those_of_prepare(model_folders, name):
+    """`count_tokens` (one batched call, for ordering sentences by length) spells words as `prepare` does."""
+    encoder = load_encoder(model_folders[name][0])
+    word_lists = [WORDS, WORDS[:3], ["Hello", ",", "world", "!"]]
+    assert encoder.count_tokens(word_lists) == [len(encoder.prepare(words).input_ids) for words in word_lists]

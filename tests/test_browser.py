@@ -17,7 +17,8 @@ import pytest
 
 from browser import ROOT, browser_page, chromium_available, is_local, jupyterlab, screenshot
 
-pytestmark = pytest.mark.skipif(not chromium_available(), reason="Debian chromium is not installed (make setup)")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not chromium_available(), reason="Debian chromium is not installed (make setup)")]
 TOUR = ROOT / "notebooks" / "00_tour.ipynb"
 
 

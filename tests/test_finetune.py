@@ -118,7 +118,8 @@ def test_task_scores_and_the_scan_summary(tiny_folder, tmp_path):
     data = small_task()
     base = load_encoder(tiny_folder)
     tuned = finetune.finetune(base, data, epochs=1, batch_size=4, cache_dir=tmp_path, progress=False)
-    scores = finetune.task_scores(base, {"tiny": data}, {"tiny": tuned}, max_length=32)
+    scores = finetune.task_scores(base, {"tiny": data}, {"tiny": tuned}, max_length=32, cache_dir=tmp_path,
+                                  progress=False)
     assert list(scores.columns) == list(finetune.SCORE_COLUMNS) and list(scores.index) == ["tiny"]
     assert scores.loc["tiny", "majority class"] == finetune.majority_accuracy(data)
     assert scores.loc["tiny", "fine-tuned"] == finetune.accuracy_and_loss(*tuned.predict(data.test))[0]

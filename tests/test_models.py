@@ -249,3 +249,54 @@ def test_a_model_folder_without_tokenizer_files_is_rejected(tmp_path):
     folder = save_tiny_model(tmp_path / "no-tokenizer")
     with pytest.raises(FileNotFoundError, match="tokenizer"):
         load_encoder(folder)
+
+
+# -- batches: the one padding routine ------------------------------------------------------------------
+def test_pad_pads_on_the_right_and_marks_the_real_tokens(encoder):
+    prepared = [encoder.prepare("The cat sat on the mat."), encoder.prepare("Hi.", "Bye.")]
+    inputs = encoder.pad(prepared)
+    assert set(inputs) == {"input_ids", "attention_mask", "token_type_ids"}  # BERT reads segments
+    n = [len(p.input_ids) for p in prepared]
+    assert inputs["input_ids"].shape == (2, max(n))
+    assert inputs["attention_mask"].sum(1).tolist() == n
+    assert inputs["input_ids"][1, :n[1]].tolist() == prepared[1].input_ids
+    assert (inputs["input_ids"][1, n[1]:] == encoder.tokenizer.pad_token_id).all()
+    assert inputs["token_type_ids"][1, :n[1]].tolist() == prepared[1].token_type_ids
+    with pytest.raises(ValueError, match="empty batch"):
+        encoder.pad([])
+
+
+def test_batches_keep_the_order_and_can_skip_the_forward_pass(encoder):
+    items = ["one", ("two", "three"), "four five six"]
+    got = list(encoder.batches(items, batch_size=2, attention=False))
+    assert [len(prepared) for prepared, _, _ in got] == [2, 1] and all(attn is None for _, _, attn in got)
+    assert got[0][0][1].segment_ids[-1] == 1  # the pair is the second input of the first batch
+    (_, _, attn), = list(encoder.batches(items[:1], batch_size=4))
+    assert attn.shape[:3] == (1, encoder.n_layers, encoder.n_heads)
+    with pytest.raises(ValueError, match="batch_size"):
+        next(encoder.batches(items, batch_size=0))
+
+
+def test_prepare_cuts_an_input_as_the_tokenizer_does(encoder):
+    a, b = "one two three " * 40, "four five " * 40
+    cut = encoder.prepare(a, b, max_tokens=64)
+    assert len(cut.input_ids) == 64 and cut.tokens[-1] == encoder.sep_token
+    assert cut.input_ids == encoder.tokenizer(a, b, truncation=True, max_length=64)["input_ids"]
+    assert cut.segment_ids.count(1) > 0 and max(cut.word_ids) + 1 == len(cut.words)
+
+
+def test_a_copy_has_its_own_weights_and_the_same_identity(tiny):
+    import torch
+
+    copy = tiny.copy()
+    assert (copy.name, copy.fingerprint, copy.folder, copy.tokenizer) == (tiny.name, tiny.fingerprint, tiny.folder,
+                                                                          tiny.tokenizer)
+    with torch.no_grad():
+        next(copy.model.parameters()).add_(1.0)
+    assert not torch.equal(next(copy.model.parameters()), next(tiny.model.parameters()))
+
+
+def test_the_loaded_folder_is_kept_and_default_names_the_embedded_model(tiny, tiny_folder):
+    assert tiny.folder == tiny_folder
+    assert [models.model_name(m) for m in (None, "", " ", "default", "bert-base-uncased")] == \
+        [None, None, None, None, "bert-base-uncased"]

@@ -70,10 +70,15 @@ def test_student_copies_are_in_sync():
     assert not stale, f"run `python tools/student_copy.py`: {stale}"
     extra = set((ROOT / "notebooks" / "student").iterdir()) - set(student_copy.expected())
     assert not extra
+    for path in (ROOT / "notebooks" / "student").glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        assert "widgets" not in nb.metadata, f"{path.name} keeps saved widget state"
+        assert not any(cell.get("outputs") for cell in nb.cells), f"{path.name} keeps outputs"
 
 
 def test_student_version_strips_outputs_and_solutions_only():
     nb = nbformat.v4.new_notebook()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"x": {}}}}
     nb.cells = [nbformat.v4.new_markdown_cell("# 01 · x\n1. Find the head."),
                 nbformat.v4.new_code_cell("print(1)", outputs=[nbformat.v4.new_output("stream", text="1\n")],
                                           execution_count=3),
@@ -83,4 +88,5 @@ def test_student_version_strips_outputs_and_solutions_only():
     assert student.cells[1].source == "print(1)" and student.cells[1].outputs == []
     assert student.cells[1].execution_count is None
     assert student.cells[2].source == student_copy.ANSWER and "answer" in student.cells[2].metadata["tags"]
+    assert "widgets" not in student.metadata and "widgets" in nb.metadata  # no saved widget state
     assert nb.cells[2].source == "answer = 42"  # the original is untouched

@@ -128,6 +128,7 @@ def entries_are_whole(cache_dir: Path) -> int:
     return len(entries)
 
 
+@pytest.mark.slow
 def test_a_killed_extraction_leaves_whole_entries_and_the_rerun_completes(tiny, tiny_folder, items_file, tmp_path):
     cache_dir = tmp_path / "cache"
     process = subprocess.Popen(cli("--block-size", "20", cache_dir=cache_dir, model=tiny_folder, items=items_file),
@@ -147,6 +148,7 @@ def test_a_killed_extraction_leaves_whole_entries_and_the_rerun_completes(tiny, 
     assert_same_results(resumed, fresh, rtol=1e-5)  # other process, other thread count
 
 
+@pytest.mark.slow
 def test_two_processes_filling_the_same_entries_leave_a_valid_cache(tiny, tiny_folder, items_file, tmp_path):
     cache_dir = tmp_path / "cache"
     command = cli("--block-size", "100", cache_dir=cache_dir, model=tiny_folder, items=items_file)
@@ -164,6 +166,7 @@ def test_two_processes_filling_the_same_entries_leave_a_valid_cache(tiny, tiny_f
 
 
 # -- scale --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_torchrun_shards_the_blocks_across_two_processes(tiny, tiny_folder, items_file, tmp_path, monkeypatch):
     cache_dir = tmp_path / "cache"
     launcher = (str(BIN / "torchrun"), "--standalone", "--nproc_per_node=2")
@@ -231,6 +234,7 @@ def growth_in_a_fresh_process(folder: Path, n: int, hoard: bool = False) -> floa
     return float(run.stdout.split()[-1])
 
 
+@pytest.mark.slow
 def test_memory_stays_flat_over_10000_inputs(tiny_folder):
     assert growth_in_a_fresh_process(tiny_folder, 10_000) < 30  # measured: 8 MB
     # the measure sees a reducer that keeps every map (97 MB for 3,000 inputs)

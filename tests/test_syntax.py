@@ -210,3 +210,18 @@ def test_accuracy_frame_and_relation_explorer_draw_every_head_without_stray_figu
     explorer.controls["direction"].value = "head->dep"
     assert explorer.draws == 3 and explorer.png != first and explorer.png.startswith(b"\x89PNG")
     assert plt.get_fignums() == before
+
+
+def test_parsed_attention_needs_only_maps_heads_and_relations():
+    """The public form of SPEC §3: ParsedAttention(word_attn, heads, relations); words default to placeholders
+    (no possessive marker), punctuation to none, or to the words made of punctuation when words are given."""
+    full = synthetic(TREES[0], special={(2, 2): to_gold_head(TREES[0])})
+    bare = syntax.ParsedAttention(full.word_attn, TREES[0], full.relations)
+    assert bare.words == [f"w{i}" for i in range(1, len(TREES[0]) + 1)] and bare.is_punct == [False] * len(TREES[0])
+    table = syntax.head_accuracy([bare], relations=["all"], n_boot=10).iloc[0]
+    assert (table["layer"], table["head"], table["accuracy"]) == (2, 2, 1.0)
+    words = ["The", "cat", ",", "sat", "...", "on", "it", "!"]
+    assert syntax.ParsedAttention(full.word_attn, TREES[0], full.relations, words).is_punct == \
+        [False, False, True, False, True, False, False, True]
+    with pytest.raises(ValueError, match="one entry per word"):
+        syntax.ParsedAttention(full.word_attn, TREES[0], full.relations[:-1])

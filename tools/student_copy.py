@@ -1,4 +1,5 @@
-"""Student copies of the notebooks: outputs and exercise solutions stripped, everything else kept.
+"""Student copies of the notebooks: outputs, saved widget state and exercise solutions stripped, everything
+else kept.
 
     python tools/student_copy.py        # writes notebooks/student/NN_*.ipynb and its README.md
 
@@ -20,8 +21,9 @@ ANSWER = "# Your answer here"
 
 
 def student_version(nb):
-    """A copy of `nb` with every output, execution count and solution removed."""
+    """A copy of `nb` with every output, execution count, solution and the saved widget state removed."""
     nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)  # the explorers' last drawings: outputs too
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue

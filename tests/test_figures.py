@@ -1,0 +1,176 @@
+"""figures: every figure function draws from synthetic results of the analyses, returns its Figure (or Axes),
+and renders to PNG; heatmaps carry a colour bar and mark what they say they mark."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from bertlook_utils import clustering, figures, gradients, patterns, probes, syntax, viz  # noqa: E402
+
+L, H = 2, 3
+rng = np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def rendered(drawn) -> bytes:
+    """PNG bytes of a Figure, of the figure of an Axes, or of the figure of the first of several Axes."""
+    fig = getattr(drawn, "figure", None) or getattr(np.ravel(drawn)[0], "figure", drawn)
+    png = viz.figure_png(fig)
+    assert png.startswith(b"\x89PNG") and len(png) > 2000
+    return png
+
+
+def colour_bars(fig) -> int:
+    return sum(ax.get_label() == "<colorbar>" for ax in fig.axes)
+
+
+def test_sep_noop_figures():
+    gradient = rng.random((4, L, H, len(gradients.CATEGORIES))) + 0.1
+    attention = rng.dirichlet(np.ones(len(gradients.CATEGORIES)), (4, L, H))
+    result = gradients.GradientResult(gradient, attention, "pair-cosine")
+    assert len(figures.attention_and_gradient(result).axes) == 2
+    assert colour_bars(figures.sink_gradient_by_head(result)) == 1  # coloured by layer
+    rows = [("layer", layer, 0, *condition, i, 1e-3 * (i + 1), 2e-3 * (i + layer), 0.3)
+            for layer in (1, 2) for condition in gradients.CONDITIONS for i in range(3)]
+    frame = pd.DataFrame(rows, columns=["scope", "layer", "head", *gradients.CONDITION_COLUMNS, "input",
+                                        *gradients.DISTANCES, "moved"])
+    fig = figures.sink_ablation(gradients.AblationResult(frame, reference=0.05))
+    assert [len(ax.get_legend_handles_labels()[0]) for ax in fig.axes] == [4, 4]  # 3 edits + the yardstick
+    rendered(fig)
+
+
+def test_entropy_by_layer_draws_the_uniform_reference():
+    entropy = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L),
+                            "entropy": rng.random(L * H) * 4, "cls_entropy": rng.random(L * H) * 4,
+                            "uniform": np.log(128), "max_weight": 0.2})
+    fig = figures.entropy_by_layer(entropy)
+    assert all(any(np.allclose(line.get_ydata(), np.log(128)) for line in ax.lines) for ax in fig.axes)
+    rendered(fig)
+
+
+def test_syntax_figures_mark_the_best_head():
+    words = ["The", "cat", "sat", "down", "."]
+    heads, relations = [2, 3, 0, 3, 3], ["det", "nsubj", "ROOT", "advmod", "punct"]
+    attn = rng.dirichlet(np.ones(7), (L, H, 7)).astype(np.float32)
+    example = syntax.ParsedAttention(attn, heads, relations, words)
+    assert len(figures.relation_head(example, 1, 2, "det")) == 2
+    fig = figures.relation_heads([example, example, example], [("det", 1, 1, "dep->head"), ("nsubj", 2, 3, "head->dep"),
+                                                               ("det", 2, 1, "dep->head")])
+    assert sum(ax.axison for ax in fig.axes) == 0 and len(fig.axes) == 8  # 3 pairs drawn, the 4th left blank
+    frame = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L),
+                          "accuracy": [0.1, 0.2, 0.3, 0.9, 0.4, 0.5]})
+    ax = figures.accuracy_grid(frame, title="det")
+    assert ax.get_title() == "det: best head 2-1 = 90.0 %"
+    boxes = [p for p in ax.patches if p.get_edgecolor()[:3] == (0, 0, 0)]
+    assert len(boxes) == 1 and boxes[0].get_xy() == (-0.5, 0.5)  # head 1 of layer 2
+    assert colour_bars(ax.figure) == 1
+    rendered(ax)
+
+
+def test_accuracy_by_rank_labels_the_last_rank_as_that_or_more():
+    by_rank = pd.DataFrame({"rank": [1, 2, 3], "n": [10, 5, 2], "nearest mention": [1.0, 0.0, 0.0],
+                            "sieve": [0.9, 0.6, 0.5]})
+    fig = figures.accuracy_by_rank(by_rank)
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][-1] == "3+\n(n = 2)"
+    rendered(fig)
+
+
+def synthetic_probes() -> probes.ProbeResults:
+    names = [m[0] for m in probes.MODELS]
+    table = pd.DataFrame({"model": names, "uas_argmax": np.linspace(20, 70, len(names)),
+                          "uas_mst": np.linspace(22, 72, len(names))})
+    trained = [name for name, kind, _ in probes.MODELS if kind]
+    curves = pd.DataFrame([(name, epoch, 1.0 / epoch, 10.0 * epoch) for name in trained for epoch in (1, 2)],
+                          columns=["model", "epoch", "train_loss", "heldout_uas"])
+    best = pd.DataFrame({"relation": ["all", "det", "nsubj"], "layer": [1, 1, 2], "head": [2, 2, 3],
+                         "direction": ["dep->head", "dep->head", "head->dep"], "accuracy": [30.0, 90.0, 50.0],
+                         "n": [100, 40, 30]})
+    weights = rng.normal(size=(2, L, H))
+    return probes.ProbeResults(table, curves, weights, -weights, 100 * rng.random((2, L, H)), best, pd.DataFrame(),
+                               6, 4, "spacy-md")
+
+
+def test_probe_figures():
+    results = synthetic_probes()
+    fig = figures.probe_curves(results)
+    assert len(fig.axes[0].lines) == 5 + 1  # the trained probes and right-branching
+    fig = figures.probe_weights(results)
+    assert colour_bars(fig) == 2
+    notes = [t.get_text() for t in fig.axes[0].texts] + [t.get_text() for t in fig.axes[1].texts]
+    assert "det" in notes and "nsubj" in notes  # the best maps of notebook 04, named in their cells
+    rendered(fig)
+    rendered(figures.weight_against_accuracy(results))
+    table = probes.weight_table(results)
+    assert table.set_index(["head", "direction"]).loc[("1-2", "dep->head"), "best for (nb 04)"] == "det"
+    assert table.set_index(["head", "direction"]).loc[("2-1", "head->dep"), "best for (nb 04)"] == "-"
+
+
+def synthetic_clusters() -> clustering.ClusterResult:
+    points = rng.normal(size=(L * H, 2))
+    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    heads = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L)})
+    heads["label"] = [f"{l}-{h}" for l, h in zip(heads["layer"], heads["head"])]
+    heads["behaviour"] = ["broad", "prev", "other", "cls", "cls", "other"]
+    heads[["x", "y"]] = points
+    heads["entropy"] = rng.random(L * H) * 4
+    return clustering.ClusterResult(distances, 10, heads, [], L, H)
+
+
+def test_clustering_figures():
+    result = synthetic_clusters()
+    ax = figures.mds_map(result, "behaviour", highlight=2)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["broad (1)", "previous token (1)", "[CLS] (2)",
+                                                                   "other (2)"]
+    assert colour_bars(figures.mds_map(result, "entropy").figure) == 1
+    with pytest.raises(ValueError, match="colour_by"):
+        figures.mds_map(result, "label")
+    tree = figures.dendrogram(result)
+    assert sorted(tree["ivl"]) == sorted(result.heads["label"])
+    rendered(figures.aligned_maps(result, synthetic_clusters()))
+    test = clustering.layer_test(result.distances, L, n_permutations=50)
+    fig = figures.permutation_tests({"layers": test, "behaviours": None})
+    assert fig.axes[0].axison and not fig.axes[1].axison
+    rendered(fig)
+
+
+def test_dark_secrets_figures():
+    tuned = {"topic": SimpleNamespace(history=pd.DataFrame({"step": [1, 2, 3], "loss": [2.0, 1.5, 1.0]}))}
+    rendered(figures.finetuning_loss(tuned))
+    labelled = pd.DataFrame({"label": list(patterns.PATTERNS), "stripes": rng.random(5), "diagonal": rng.random(5),
+                             "within": rng.random(5), "entropy": rng.random(5), "is_pair": [True] * 5})
+    fig = figures.pattern_features(labelled, patterns.THRESHOLDS)
+    assert len(fig.axes[0].collections) == len(patterns.PATTERNS)
+    shares = {("topic", "pre-trained"): pd.DataFrame(rng.dirichlet(np.ones(5), L), columns=list(patterns.PATTERNS),
+                                                     index=pd.Index([1, 2], name="layer"))}
+    fig = figures.pattern_shares(shares)
+    assert len(fig.axes[0].patches) == L * len(patterns.PATTERNS)
+    similarity = {"topic": 1 - rng.random((L, H)) / 10, "pairs": 1 - rng.random((L, H)) / 5}
+    assert colour_bars(figures.map_similarity(similarity)) == 2
+    scan = pd.DataFrame([(0, 0, 0.0)] + [(l, h, rng.normal() / 50) for l in (1, 2) for h in range(H + 1)],
+                        columns=["layer", "head", "delta_accuracy"])
+    fig = figures.disabling_scan({"topic": scan})
+    assert colour_bars(fig) == 1 and len(fig.axes[1].patches) == L  # one bar per layer
+    rendered(fig)
+
+
+@pytest.mark.parametrize("kind", ["map", "lines"])
+def test_plot_heads_draws_one_titled_panel_per_head(kind):
+    from conftest import PAIR_TOKENS, make_encoded, random_row_stochastic
+
+    enc = make_encoded(PAIR_TOKENS, random_row_stochastic(rng, (L, H, len(PAIR_TOKENS), len(PAIR_TOKENS))))
+    fig = viz.plot_heads(enc, {"first": (1, 1), "last": (2, 3)}, kind=kind)
+    assert [ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>"] == ["first", "last"]
+    with pytest.raises(ValueError, match="kind"):
+        viz.plot_heads(enc, {"x": (1, 1)}, kind="bars")

@@ -1,0 +1,29 @@
+"""talk: the slide helpers badge every number with its source, escape text, and lay tables out stably."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from bertlook_utils import talk
+
+
+def test_every_source_has_its_badge_and_an_unknown_one_is_refused():
+    assert "this run" in talk.badge("run") and "paper vs this run" in talk.badge("both")
+    assert ">paper<" in talk.badge("paper")
+    with pytest.raises(ValueError, match="source must be one of"):
+        talk.badge("blog")
+
+
+def test_a_note_escapes_its_text():
+    html = talk.note("<b>1 < 2</b>", source="run").data
+    assert "&lt;b&gt;1 &lt; 2&lt;/b&gt;" in html and "this run" in html
+
+
+def test_a_table_is_split_in_parts_with_stable_ids():
+    frame = pd.DataFrame({"quantity": ["a", "b", "c"], "value": [1.234, None, 3.0]})
+    html = talk.table(frame, "caption <x>", source="both", precision=1, split=2).data
+    assert html.count("<table") == 2 and "caption &lt;x&gt;" in html
+    assert "1.2" in html and "–" in html  # rounded, and the missing number shown as a dash
+    assert html == talk.table(frame, "caption <x>", source="both", precision=1, split=2).data  # same ids
+    with pytest.raises(ValueError, match="split"):
+        talk.table(frame, "c", split=4)
