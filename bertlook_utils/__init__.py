@@ -10,7 +10,7 @@ Layers, bottom up (a module imports only from its own layer or below; tests/test
 - engine: `extract` (the one batching path, streaming reducers, the block cache)
 - analyses (return data, draw nothing): `surface`, `syntax`, `coref`, `probes`, `clustering`, `patterns`,
   `gradients`, `finetune`
-- presentation: `paper` (the numbers the papers report), `compare` (paper vs this run), `viz` (palette,
+- presentation: `paper` (the numbers the papers report), `claims` (prose checked against the numbers), `compare` (paper vs this run), `viz` (palette,
   primitives), `figures`, `widgets`, `views` (offline BertViz), `assets` (its npm JavaScript), `talk` (slide
   helpers), `report` (build/report.md)
 - entry points: `cli`

@@ -20,7 +20,7 @@ LAYERS = {  # bottom up
     "data": {"corpora", "parses", "corefdata", "tasks"},
     "engine": {"extract"},
     "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune"},
-    "presentation": {"paper", "assets", "viz", "figures", "compare", "widgets", "views", "talk", "report"},
+    "presentation": {"paper", "claims", "assets", "viz", "figures", "compare", "widgets", "views", "talk", "report"},
     "entry points": {"cli", "__init__"},
 }
 ORDER = list(LAYERS)

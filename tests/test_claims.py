@@ -1,0 +1,67 @@
+"""The claim mechanism: a sentence of prose that stops holding fails the notebook, under nbval too."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import nbformat
+import numpy as np
+import pytest
+
+from bertlook_utils import claims
+
+
+def test_claims_that_hold_are_printed_with_a_tick(capsys):
+    gain = {"auxpass": 8.3}
+    claims.check({"auxpass beats its baseline by more than 5 points": gain["auxpass"] > 5,
+                  "numpy comparisons count": np.float64(3.4) > 1}, model=None)
+    assert capsys.readouterr().out.splitlines() == ["✔ auxpass beats its baseline by more than 5 points",
+                                                    "✔ numpy comparisons count"]
+
+
+def test_a_broken_claim_raises_and_names_itself(capsys):
+    with pytest.raises(claims.ClaimFailed, match="auxpass gains nothing"):
+        claims.check({"layer 3 holds the best head": True, "auxpass gains nothing": 8.3 < 1})
+    assert "✘ auxpass gains nothing" in capsys.readouterr().out
+
+
+def test_for_another_model_a_broken_claim_is_a_warning(capsys):
+    claims.check({"auxpass gains nothing": False}, model="bert-base-uncased")
+    out = capsys.readouterr().out
+    assert "✘ auxpass gains nothing" in out and "do not hold for bert-base-uncased" in out
+
+
+@pytest.mark.parametrize("value", [np.array([True, False]), 1.0, "yes", None])
+def test_a_claim_must_be_one_truth_value(value):
+    with pytest.raises(TypeError, match="single True/False"):
+        claims.check({"a claim": value})
+
+
+def test_empty_input_is_refused():
+    with pytest.raises(ValueError, match="no claims"):
+        claims.check({})
+    with pytest.raises(ValueError, match="Markdown"):
+        claims.say("  ")
+
+
+def test_say_renders_markdown_from_numbers():
+    assert claims.say(f"the best head finds **{34.64:.1f} %**").data == "the best head finds **34.6 %**"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("holds", [True, False])
+def test_nbval_fails_a_notebook_whose_claim_breaks(tmp_path, holds):
+    """A notebook whose numbers moved under its prose fails `make test` (nbval), one that holds passes."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("The best head beats the baseline by more than 5 points."),
+        nbformat.v4.new_code_cell(f"gain = {8.3 if holds else 0.4}"),
+        nbformat.v4.new_code_cell("from bertlook_utils import claims\n"
+                                  "claims.check({'the best head beats the baseline by more than 5 points': gain > 5})"),
+    ])
+    path = tmp_path / "claim.ipynb"
+    nbformat.write(nb, path)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                          "--nbval-lax", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert (run.returncode == 0) == holds, run.stdout[-2000:]
+    if not holds:
+        assert "ClaimFailed" in run.stdout and "more than 5 points" in run.stdout
