@@ -6,7 +6,8 @@ Layers, bottom up (a module imports only from its own layer or below; tests/test
   (encoders: tokenize, pad, forward), `wordlevel` (token maps -> word maps), `intervene` (edit attention
   inside the forward pass), `intervals`, `trees`
 - data: `corpora` (Wikipedia segments), `parses` (silver dependency parses), `corefdata` (the coreference
-  set), `tasks` (fine-tuning tasks)
+  set), `tasks` (fine-tuning tasks),
+  `parsecheck` (a hand check of the silver parses: precision per Table 1 relation)
 - engine: `extract` (the one batching path, streaming reducers, the block cache)
 - analyses (return data, draw nothing): `surface`, `syntax`, `coref`, `probes`, `clustering`, `patterns`,
   `gradients`, `finetune`

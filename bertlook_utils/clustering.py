@@ -13,8 +13,10 @@ only the [K, K] sums C (K = n_layers * n_heads, head index (layer - 1) * n_heads
 terms need every pair of heads, so the work grows with K^2 (4x from 72 to 144 heads).
 
 Around the distances: behaviour labels from the surface statistics with the paper's thresholds, metric
-MDS (scikit-learn), an average-linkage tree, a permutation test of "heads in the same layer are close",
-and a comparison of two distance matrices (rank correlation, Procrustes on the MDS maps).
+MDS (scikit-learn), an average-linkage tree, permutation tests of "heads in the same layer (behaviour) are
+close" — also without the broad heads and stratified by behaviour (`robustness_tests`), since near-uniform
+rows are close to each other by construction — and a comparison of two distance matrices (rank correlation,
+Procrustes on the MDS maps).
 """
 from __future__ import annotations
 
@@ -29,13 +31,12 @@ import torch
 from .conventions import head_label
 from .extract import Batch, KeepExamples, Reducer, reduce
 from .models import Encoded, Encoder
-from .surface import EntropyStats, TokenStats
+from .surface import BROAD_ENTROPY, BROAD_MAX_WEIGHT, EntropyStats, TokenStats, broad_heads
 
 SMOOTHING = 1e-3  # a <- SMOOTHING / n + (1 - SMOOTHING) a, as Clark et al.
 BLOCK_ELEMENTS = 8192  # rows of one input are processed in blocks of about this many weights per head
 
 # Behaviour labels (Clark et al. Fig 6 legend), checked in this order; the first that holds wins.
-BROAD_ENTROPY = 3.8  # nats
 POSITION_SHARE = 0.5  # prev / next
 TOKEN_SHARE = 0.6  # [CLS] / [SEP] / punctuation
 BEHAVIOURS = ("broad", "prev", "next", "cls", "sep", "punct", "other")
@@ -202,10 +203,16 @@ class GroupTest:
     p_value: float
     n_permutations: int
     null_ratios: np.ndarray
+    heads: int = 0  # how many heads were tested
+    stratified: bool = False  # shuffled within strata, pairs within strata only
 
 
-def group_test(distances: np.ndarray, groups: Sequence, n_permutations: int = 10000, seed: int = 0) -> GroupTest:
-    """Permutation test of "heads in the same group are close"; groups: one label per head."""
+def group_test(distances: np.ndarray, groups: Sequence, n_permutations: int = 10000, seed: int = 0,
+               strata: Sequence | None = None) -> GroupTest:
+    """Permutation test of "heads in the same group are close"; groups: one label per head. With strata (one
+    label per head, e.g. its behaviour) the group labels are shuffled only among heads of the same stratum
+    and only pairs of heads of the same stratum are compared, so that groups cannot look close merely by
+    holding more heads of one close-knit stratum."""
     d = _check_distances(distances)
     groups = np.unique(np.asarray(groups), return_inverse=True)[1]
     if len(groups) != len(d):
@@ -213,41 +220,123 @@ def group_test(distances: np.ndarray, groups: Sequence, n_permutations: int = 10
     if groups.max() < 1 or np.bincount(groups).max() < 2:
         raise ValueError("need at least two groups and a group with two heads")
     upper = np.triu_indices(len(d), 1)
+    if strata is not None:
+        strata = np.unique(np.asarray(strata), return_inverse=True)[1]
+        if len(strata) != len(d):
+            raise ValueError(f"give one stratum per head: {len(strata)} strata for {len(d)} heads")
+        inside = strata[upper[0]] == strata[upper[1]]
+        upper = (upper[0][inside], upper[1][inside])
     values = d[upper]
 
     def ratios(labels: np.ndarray) -> np.ndarray:  # labels [P, K] -> between / within, [P]
         same = labels[:, upper[0]] == labels[:, upper[1]]
-        return ((~same * values).sum(1) / (~same).sum(1)) / ((same * values).sum(1) / same.sum(1))
+        with np.errstate(invalid="ignore", divide="ignore"):  # a shuffle without pairs of one kind: NaN, never >=
+            return ((~same * values).sum(1) / (~same).sum(1)) / ((same * values).sum(1) / same.sum(1))
 
     same = groups[upper[0]] == groups[upper[1]]
+    if not same.any() or same.all():
+        raise ValueError("need pairs of heads in the same group and in different groups (within a stratum)")
     within, between = values[same].mean(), values[~same].mean()
     rng = np.random.default_rng(seed)
-    null = np.concatenate([ratios(np.stack([rng.permutation(groups) for _ in range(min(1000, n_permutations - s))]))
-                           for s in range(0, n_permutations, 1000)])
+    if strata is None:
+        null = np.concatenate([ratios(np.stack([rng.permutation(groups) for _ in range(min(1000, n_permutations - s))]))
+                               for s in range(0, n_permutations, 1000)])
+    else:
+        chunks = []
+        for s in range(0, n_permutations, 1000):
+            labels = np.tile(groups, (min(1000, n_permutations - s), 1))
+            for stratum in np.unique(strata):
+                members = np.flatnonzero(strata == stratum)
+                labels[:, members] = rng.permuted(labels[:, members], axis=1)
+            chunks.append(ratios(labels))
+        null = np.concatenate(chunks)
     observed = between / within
     p = (1 + int((null >= observed).sum())) / (1 + n_permutations)
-    return GroupTest(float(within), float(between), float(observed), p, n_permutations, null)
+    return GroupTest(float(within), float(between), float(observed), p, n_permutations, null, len(d),
+                     strata is not None)
 
 
-def layer_test(distances: np.ndarray, n_layers: int, n_permutations: int = 10000, seed: int = 0) -> GroupTest:
-    """`group_test` with the layers as groups (heads ordered layer by layer, as in the distance matrix)."""
+def layer_test(distances: np.ndarray, n_layers: int, n_permutations: int = 10000, seed: int = 0,
+               keep: Sequence[bool] | None = None, strata: Sequence | None = None) -> GroupTest:
+    """`group_test` with the layers as groups (heads ordered layer by layer, as in the distance matrix);
+    keep: bool [K], the heads to test (default all); strata: one label per head (see `group_test`)."""
     k = len(distances)
     if n_layers < 2 or k % n_layers:
         raise ValueError(f"{k} heads cannot be split into {n_layers} equal layers (need at least 2 layers)")
-    return group_test(distances, np.repeat(np.arange(n_layers), k // n_layers), n_permutations, seed)
+    layers = np.repeat(np.arange(n_layers), k // n_layers)
+    if keep is None and strata is None:
+        return group_test(distances, layers, n_permutations, seed)
+    keep = np.ones(k, dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+    if keep.shape != (k,):
+        raise ValueError(f"keep must be one bool per head ({k}), got shape {keep.shape}")
+    d = _check_distances(distances)[np.ix_(keep, keep)]
+    return group_test(d, layers[keep], n_permutations, seed, None if strata is None else np.asarray(strata)[keep])
 
 
 def behaviour_test(distances: np.ndarray, behaviours: Sequence[str], n_permutations: int = 10000,
-                   seed: int = 0) -> GroupTest | None:
-    """`group_test` among the labelled heads (not "other"), behaviours as groups; None when fewer than two
-    behaviours or no behaviour with two heads."""
+                   seed: int = 0, leave_out: Sequence[str] = ("other",)) -> GroupTest | None:
+    """`group_test` among the labelled heads (not "other", nor any behaviour in `leave_out`), behaviours as
+    groups; None when fewer than two behaviours or no behaviour with two heads."""
     behaviours = np.asarray(behaviours)
-    keep = behaviours != "other"
+    keep = ~np.isin(behaviours, list(leave_out))
     labelled = behaviours[keep]
     if len(set(labelled)) < 2 or max(np.unique(labelled, return_counts=True)[1]) < 2:
         return None
     d = _check_distances(distances)[np.ix_(keep, keep)]
     return group_test(d, labelled, n_permutations, seed)
+
+
+ROBUSTNESS = {  # name -> what is tested (see robustness_tests)
+    "layers": "layers as groups, every head",
+    "layers without broad heads": "layers as groups, the broad heads left out",
+    "layers within behaviours": "layers as groups, shuffled within each behaviour, pairs of one behaviour only",
+    "behaviours": "behaviours as groups, the labelled heads (not 'other')",
+    "behaviours without broad heads": "behaviours as groups, the labelled heads but the broad ones",
+}
+
+
+def robustness_tests(distances: np.ndarray, behaviours: Sequence[str], n_layers: int, n_permutations: int = 10000,
+                     seed: int = 0) -> dict[str, GroupTest | None]:
+    """Every test of `ROBUSTNESS` on [K, K] distances and one behaviour per head: does "heads of one layer
+    (behaviour) are close" survive without the broad heads, which are close to each other by construction
+    (near-uniform rows), and when layers are compared only among heads of the same behaviour? None where a
+    test cannot run (see `behaviour_test`)."""
+    behaviours = np.asarray(behaviours)
+    broad = behaviours == "broad"
+
+    def layers(**options) -> GroupTest | None:
+        try:
+            return layer_test(distances, n_layers, n_permutations, seed, **options)
+        except ValueError as error:  # too few heads left: no two in one layer, or none in different layers
+            if str(error).startswith("need"):
+                return None
+            raise
+
+    return {"layers": layer_test(distances, n_layers, n_permutations, seed),
+            "layers without broad heads": layers(keep=~broad),
+            "layers within behaviours": layers(strata=behaviours),
+            "behaviours": behaviour_test(distances, behaviours, n_permutations, seed),
+            "behaviours without broad heads": behaviour_test(distances, behaviours, n_permutations, seed,
+                                                             leave_out=("other", "broad"))}
+
+
+def tests_frame(tests: dict[str, GroupTest | None], rows: int = 1) -> pd.DataFrame:
+    """One row per test: name, heads, within / between mean distance (divided by `rows`: nats per token when
+    rows = the from-tokens summed over), ratio, the largest shuffled ratio, p; NaN where no test ran."""
+    return pd.DataFrame([dict(test=name, heads=t.heads if t else 0,
+                              within=t.within / rows if t else np.nan, between=t.between / rows if t else np.nan,
+                              ratio=t.ratio if t else np.nan, null_max=t.null_ratios.max() if t else np.nan,
+                              p=t.p_value if t else np.nan) for name, t in tests.items()])
+
+
+def broad_overlap(heads: pd.DataFrame, max_weight: float = BROAD_MAX_WEIGHT) -> dict[str, list[str]]:
+    """How the two "broad" definitions relate: this notebook's (behaviour "broad": entropy > 3.8 nats) and
+    notebook 03's (mean largest weight per row <= max_weight). heads: `ClusterResult.heads` (label, behaviour,
+    max_weight) -> head labels that are broad by both, by entropy only, by largest weight only."""
+    broad = broad_heads(heads, max_weight=max_weight)  # "broad" behaviour = entropy above BROAD_ENTROPY
+    by_entropy, by_weight, labels = broad["by_entropy"], broad["by_max_weight"], heads["label"]
+    return {"both": list(labels[by_entropy & by_weight]), "entropy only": list(labels[by_entropy & ~by_weight]),
+            "largest weight only": list(labels[~by_entropy & by_weight])}
 
 
 def compare(distances_a: np.ndarray, distances_b: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray) -> dict:
@@ -300,6 +389,9 @@ class ClusterResult:
     def behaviour_test(self, n_permutations: int = 10000, seed: int = 0) -> GroupTest | None:
         return behaviour_test(self.distances, self.heads["behaviour"], n_permutations, seed)
 
+    def robustness_tests(self, n_permutations: int = 10000, seed: int = 0) -> dict[str, GroupTest | None]:
+        return robustness_tests(self.distances, self.heads["behaviour"], self.n_layers, n_permutations, seed)
+
 
 def analyse(encoder: Encoder, items: Sequence, n_examples: int = 4, seed: int = 0, **reduce_options) -> ClusterResult:
     """JS distances, surface statistics and a few examples over `items` (segments, texts or pairs) in one
@@ -315,6 +407,7 @@ def analyse(encoder: Encoder, items: Sequence, n_examples: int = 4, seed: int = 
     for column in ("prev", "next", "cls", "sep", "punct"):
         heads[column] = tokens[column].values
     heads["entropy"] = entropy["entropy"].values
+    heads["max_weight"] = entropy["max_weight"].values
     return ClusterResult(distances, js.rows, heads, keep.examples, encoder.n_layers, encoder.n_heads)
 
 

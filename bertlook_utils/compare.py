@@ -5,7 +5,8 @@ it from an analysis result and the paper's numbers (`paper`, where each is typed
 
     surface(result)            Clark et al. §3, Fig 1-2 (notebook 01)      entropy(result)   §3.3, Fig 4 (03)
     sep_noop(grad, ablation)   §3.2, Fig 3 (02)                            table1(heads, baseline)   Table 1 (04)
-    table2(result)             Table 2 (05)                                table3(results), table3_gaps(results)  (06)
+    table2(result)             Table 2 (05), beside coref_readings(result) table3(results), table3_gaps(results)  (06)
+                               and coref_learned(result)
     clustering(result, ...)    §6, Fig 6 (07)                              dark_secrets(...)  Kovaleva et al. (08)
 
 Numbers are formatted here, rounded as the notebooks print them; the analyses return unrounded data.
@@ -20,11 +21,11 @@ import pandas as pd
 from . import paper
 from .clustering import BEHAVIOUR_NAMES, BEHAVIOURS, ClusterResult, compare as compare_maps
 from .conventions import by_depth, head_label
-from .coref import COLUMNS as MENTION_TYPES, COMBINED, CorefResult, best_head_label
+from .coref import COLUMNS as MENTION_TYPES, COMBINED, READINGS as COREF_READINGS, CorefResult, best_head_label
 from .finetune import SCORE_COLUMNS
 from .gradients import MIN_DISTANCE, AblationResult, GradientResult
 from .probes import ProbeResults
-from .surface import SurfaceResult
+from .surface import BROAD_ENTROPY, SurfaceResult, broad_heads
 
 COLUMNS = ("quantity", "paper", "this run", "what differs")
 MIDDLE = range(paper.SURFACE["sep_middle_layers"][0], paper.SURFACE["sep_middle_layers"][1] + 1)
@@ -79,11 +80,22 @@ def surface(result: SurfaceResult) -> pd.DataFrame:
         means = tokens[tokens["layer"].isin(part)][["cls", "sep", "punct"]].mean()
         sinks.append(f"{part[0]}-{part[-1]}: {SINK_NAMES[means.idxmax()]} {_pct(means.max())}")
     cls_middle, sep_middle = tokens[in_middle]["cls"].mean(), tokens[in_middle]["sep"].mean()
+
+    def other_definition(direction: str) -> str:
+        """What the n-1 definition gives, where the result holds both (`SurfaceResult.neighbours`)."""
+        if result.neighbours is None:
+            return ""
+        other = "pairs" if result.definition == "tokens" else "tokens"
+        over = result.neighbours[f"{direction}_{other}"] > 0.5
+        shown = {"tokens": "÷ n as Clark's code", "pairs": "÷ n-1 (Clark's code: ÷ n)"}
+        return (f"{shown[result.definition]}; {'÷ n-1' if other == 'pairs' else '÷ n'}: "
+                f"{int(over.sum())} ({_heads(result.neighbours, over)})")
+
     return table([
         ("heads with > 50 % on the previous token", _paper_heads("heads_prev_over_half", "heads_prev_layers"),
-         f"{int(prev.sum())} ({_heads(tokens, prev)})", ""),
+         f"{int(prev.sum())} ({_heads(tokens, prev)})", other_definition("prev")),
         ("heads with > 50 % on the next token", _paper_heads("heads_next_over_half", "heads_next_layers"),
-         f"{int(nxt.sum())} ({_heads(tokens, nxt)})", ""),
+         f"{int(nxt.sum())} ({_heads(tokens, nxt)})", other_definition("next")),
         ("attention to [SEP] in the middle layers", sep_paper, _pct(sep_middle), depth_note),
         ("attention to [CLS] in the middle layers", paper.SURFACE["cls_middle_share"], _pct(cls_middle),
          "this model's sink is [CLS]" if cls_middle > sep_middle else ""),
@@ -94,28 +106,57 @@ def surface(result: SurfaceResult) -> pd.DataFrame:
     ])
 
 
-def entropy(result: SurfaceResult) -> pd.DataFrame:
-    """Clark et al. §3.3 (Fig 4) headline numbers beside this run's."""
+def entropy(result: SurfaceResult, entropy_above: float | None = None) -> pd.DataFrame:
+    """Clark et al. §3.3 (Fig 4) headline numbers beside this run's. Broad heads by both definitions
+    (`surface.broad_heads`: mean largest weight <= 0.10, and entropy > `entropy_above`, default 3.8 nats)."""
     stats = result.entropy
     n_layers = int(stats["layer"].max())
     last = stats[stats["layer"] == n_layers]
-    broad = stats["max_weight"] <= 0.10
+    broad = broad_heads(stats, **({} if entropy_above is None else {"entropy_above": entropy_above}))
+    by_weight, by_entropy = broad["by_max_weight"], broad["by_entropy"]
+    threshold = BROAD_ENTROPY if entropy_above is None else entropy_above
     highest = stats["entropy"] == stats["entropy"].max()
+    layer_means = stats.groupby("layer")[["entropy", "cls_entropy"]].mean()
+    means = layer_means["entropy"].to_numpy()
+    shape = ("U-shaped: the first and last layers above every layer between"
+             if n_layers > 2 and min(means[0], means[-1]) > means[1:-1].max() else "")
     return table([
         ("[CLS] entropy in the last layer (nats)", f"{paper.ENTROPY['cls_entropy_last_layer']:.2f}",
-         f"{last['cls_entropy'].mean():.2f}", f"mean over the {len(last)} heads of layer {n_layers}"),
+         f"{last['cls_entropy'].mean():.2f}", f"mean over the {len(last)} heads of layer {n_layers}; that layer's "
+                                              f"mean over all rows: {last['entropy'].mean():.2f}"),
+        ("[CLS] entropy minus the layer's mean entropy (nats)", paper.ENTROPY["cls_entropy_by_layer"],
+         " / ".join(f"{v:+.2f}" for v in layer_means["cls_entropy"] - layer_means["entropy"]), "layer 1 first"),
         ("broad heads (≤ 10 % on any one token)", paper.ENTROPY["broad_heads"],
-         f"{int(broad.sum())} ({_heads(stats, broad)})", "mean largest weight per row ≤ 0.10"),
+         f"{int(by_weight.sum())} ({_heads(stats, by_weight)})", "mean largest weight per row ≤ 0.10"),
+        (f"broad heads by entropy > {threshold:g} nats (notebook 07's label)", "–",
+         f"{int(by_entropy.sum())}, {int((by_weight & by_entropy).sum())} of them also ≤ 10 %",
+         f"entropy only: {_heads(stats, by_entropy & ~by_weight)}"),
         ("highest head entropy (nats)", paper.ENTROPY["highest_entropy"],
          f"{stats['entropy'].max():.2f} (head {_heads(stats, highest)})",
          f"uniform attention: {float(stats['uniform'].mean()):.2f}"),
         ("mean head entropy by layer (nats)", paper.ENTROPY["entropy_by_layer"],
-         " / ".join(f"{v:.2f}" for v in stats.groupby("layer")["entropy"].mean()), "layer 1 first"),
+         " / ".join(f"{v:.2f}" for v in means), "; ".join(p for p in ("layer 1 first", shape) if p)),
     ])
 
 
-def sep_noop(result: GradientResult, ablation: AblationResult, mode: str = "renormalise") -> pd.DataFrame:
-    """Clark et al. §3.2 (Fig 3) beside this run: gradient importance and the causal test."""
+def _signs(contrast: pd.DataFrame) -> str:
+    """Which layers' paired 95 % intervals of sink - random lie above 0, include 0, lie below 0 (the ratio
+    sink ÷ random significantly above 1, not significantly different, significantly below)."""
+    groups = {"above 1": contrast["low"] > 0, "includes 1": (contrast["low"] <= 0) & (contrast["high"] >= 0),
+              "below 1": contrast["high"] < 0}
+    parts = []
+    for name, mask in groups.items():
+        if mask.any():
+            where = ", ".join(str(int(layer)) for layer in contrast[mask]["layer"])
+            parts.append(f"{name} in layer{'s' if mask.sum() > 1 else ''} {where}")
+    return "; ".join(parts)
+
+
+def sep_noop(result: GradientResult, ablation: AblationResult,
+             modes: Sequence[str] = ("renormalise", "uniform")) -> pd.DataFrame:
+    """Clark et al. §3.2 (Fig 3) beside this run: gradient importance and the causal test, the latter in every
+    redistribution mode of `modes`: per layer the range of sink / random ratios and where the paired 95 %
+    interval of the difference puts the ratio (above, around or below 1); per single head its ratio and interval."""
     relative, by_layer = result.relative(), result.by_layer()
     middle, sep_paper, depth_note = _middle(result.gradient.shape[1])
 
@@ -126,24 +167,34 @@ def sep_noop(result: GradientResult, ablation: AblationResult, mode: str = "reno
         chosen = by_layer[(by_layer["category"] == category) & by_layer["layer"].isin(middle)]
         return _pct(chosen["attention"].mean())
 
-    contrast = ablation.contrast(mode=mode)
-    measured = contrast[(contrast["scope"] == "layer") & contrast["ratio"].notna()]
-    if len(measured):
-        strongest = measured.loc[measured["ratio"].idxmax()]
-        moving = (f"{measured['ratio'].min():.1f}x to {measured['ratio'].max():.1f}x the change",
-                  f"pooled embedding, one layer at a time; largest in layer {int(strongest['layer'])}")
-    else:
-        moving = ("no measurable change", f"moving mass between ordinary tokens moved the pooled embedding by "
-                                          f"less than {MIN_DISTANCE:g} in every layer")
-    return table([
+    rows = [
         ("gradient on attention to [SEP] ÷ gradient on other tokens", paper.SURFACE["sep_gradient"],
          ratios("sep"), f"per layer, layer 1 first; objective: {result.objective}"),
         ("gradient on attention to [CLS] ÷ gradient on other tokens", paper.SURFACE["cls_gradient"],
          ratios("cls"), "per layer, layer 1 first"),
         ("attention to [SEP] in the middle layers", sep_paper, middle_share("sep"), depth_note),
         ("attention to [CLS] in the middle layers", paper.SURFACE["cls_middle_share"], middle_share("cls"), ""),
-        (f"moving the sink mass vs the same mass between ordinary tokens ({mode})", "not tested", *moving),
-    ])
+    ]
+    for mode in [m for m in modes if (ablation.frame["mode"] == m).any()]:
+        contrast = ablation.contrast(mode=mode)
+        measured = contrast[(contrast["scope"] == "layer") & contrast["ratio"].notna()]
+        quantity = f"moving the sink mass ÷ moving the same mass between ordinary tokens ({mode})"
+        if len(measured):
+            strongest = measured.loc[measured["ratio"].idxmax()]
+            rows.append((f"{quantity}, per layer", "not tested",
+                         f"{measured['ratio'].min():.1f}x to {measured['ratio'].max():.1f}x; {_signs(measured)}",
+                         f"pooled embedding, one layer at a time; largest in layer {int(strongest['layer'])}; "
+                         "paired 95 % interval over inputs"))
+        else:
+            rows.append((f"{quantity}, per layer", "not tested", "no measurable change",
+                         f"moving mass between ordinary tokens moved the pooled embedding by less than "
+                         f"{MIN_DISTANCE:g} in every layer"))
+        for one in contrast[contrast["scope"] == "head"].itertuples():
+            ratio = "not measurable" if pd.isna(one.ratio) else f"{one.ratio:.1f}x"
+            rows.append((f"{quantity}, head {head_label(one.layer, one.head)} alone", "not tested",
+                         f"{ratio}; difference {1000 * one.difference:+.2f} [{1000 * one.low:+.2f}, "
+                         f"{1000 * one.high:+.2f}] x 1e-3", "pooled distance, paired 95 % interval over inputs"))
+    return table(rows)
 
 
 # -- Clark et al. §4-6 ------------------------------------------------------------------------------
@@ -151,14 +202,15 @@ def _direction(direction: str) -> str:
     return " (head→dep)" if direction == "head->dep" else ""
 
 
-TABLE1_DIFFERS = {
-    "all": "ROOT is left out of 'all' here (Clark's code counts it, always wrong)",
-    "poss": "a hit through the possessor or its 's counts here (Clark's code scores the 's row)",
+TABLE1_DIFFERS = {  # this run is scored as Clark's released code (syntax.SCORINGS); what still differs
+    "all": "silver spaCy trees of Wikipedia, not PTB; counts the root (never right) and punctuation, as Clark's code",
+    "poss": "the 's row stands for the possessor, as Clark's code",
 }
 
 
 def table1(heads: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
-    """Clark et al.'s Table 1 beside this run's `syntax.head_accuracy` and `syntax.offset_baseline`, relation
+    """Clark et al.'s Table 1 beside this run's `syntax.head_accuracy` and `syntax.offset_baseline` (scored as
+    Clark's released code: `syntax.SCORINGS["clark"]`, offsets -3 ... +2), relation
     by relation (SD names mapped to spaCy's, e.g. nn -> compound): the best head, its accuracy (%) and 95 %
     interval, the best offset's accuracy, and the number of dependents."""
     heads, baseline = heads.set_index("relation"), baseline.set_index("relation")
@@ -178,22 +230,66 @@ def table1(heads: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
     return table(rows)
 
 
+TABLE2_READINGS = ("mention heads", "earlier words")  # the head rows of Table 2; "all words" in coref_readings
+
+
+def _coref_heads(result: CorefResult) -> dict[str, tuple[str, str]]:
+    """The paper's head row -> this run's best head under each reading of TABLE2_READINGS (system, note)."""
+    best = result.readings.set_index("reading")
+    rows = {}
+    for reading in TABLE2_READINGS:
+        layer, head = (int(best.loc[reading, c]) for c in ("layer", "head"))
+        name = "BERT head 5-4" + ("" if reading == "mention heads" else f", argmax over {reading}")
+        rows[name] = (best_head_label((layer, head), reading), f"this run: {head_label(layer, head)}, chosen on the "
+                      f"selection half; argmax over {COREF_READINGS[reading]}")
+    return rows
+
+
 def table2(result: CorefResult) -> pd.DataFrame:
     """Clark et al.'s Table 2 beside this run: accuracy (%) per mention type of every system of the paper and
-    its counterpart here (the held-out half, with 95 % bootstrap intervals)."""
+    its counterpart here (the held-out half, with 95 % bootstrap intervals). The paper's head row appears once
+    per reading of its argmax in TABLE2_READINGS (the paper does not say which it used), each beside the best
+    head under that reading. The neural system (Wiseman et al. 2015) has no counterpart here: the learned
+    combination of heads is not one (see `coref_learned`)."""
     ours = {(r.system, r.type): r for r in result.table.itertuples(index=False)}
-    label = best_head_label(result.best)
-    counterpart = {"BERT head 5-4": (label, f"this run: {label}, chosen on the selection half"),
-                   "neural coref (not comparable)": (COMBINED, f"this run: {COMBINED}, not a coreference system")}
+    heads = _coref_heads(result)
     rows = []
     for record in paper.TABLE2.itertuples(index=False):
-        mine, differs = counterpart.get(record.system, (record.system, ""))
         theirs = " · ".join(f"{t} {'–' if pd.isna(getattr(record, t)) else f'{getattr(record, t):.0f}'}"
                             for t in MENTION_TYPES)
-        measured = " · ".join(f"{t} {100 * ours[(mine, t)].accuracy:.1f} [{100 * ours[(mine, t)].low:.0f}–"
-                              f"{100 * ours[(mine, t)].high:.0f}]" for t in MENTION_TYPES)
-        rows.append((record.system, theirs, measured, differs))
+        if record.system == paper.TABLE2_NEURAL:
+            rows.append((record.system, theirs, "not run (no neural coreference system here)",
+                         "a trained coreference model on CoNLL-2012"))
+            continue
+        pairs = ([(name, *heads[name]) for name in heads] if record.system == "BERT head 5-4"
+                 else [(record.system, record.system, "")])
+        for quantity, mine, differs in pairs:
+            measured = " · ".join(f"{t} {100 * ours[(mine, t)].accuracy:.1f} [{100 * ours[(mine, t)].low:.0f}–"
+                                  f"{100 * ours[(mine, t)].high:.0f}]" for t in MENTION_TYPES)
+            rows.append((quantity, theirs, measured, differs))
     return table(rows)
+
+
+def coref_readings(result: CorefResult) -> pd.DataFrame:
+    """The best head under each reading of "most attends to the head of an antecedent" (`coref.READINGS`):
+    where the argmax is taken, the head chosen on the selection half, its accuracy (%) there and on the
+    held-out half (95 % bootstrap interval)."""
+    return pd.DataFrame([{"argmax over": COREF_READINGS[r.reading], "best head": r.label,
+                          "selection %": round(100 * r.selection, 1),
+                          "held-out %": f"{100 * r.held_out:.1f} [{100 * r.low:.1f}–{100 * r.high:.1f}]",
+                          "n": int(r.n)} for r in result.readings.itertuples(index=False)])
+
+
+def coref_learned(result: CorefResult) -> pd.DataFrame:
+    """The learned combination of all heads beside the best single head and the sieve (%, held-out half, 95 %
+    intervals): how much a linear read-out of the attention finds, a lower bound on what the heads hold."""
+    ours = {(r.system, r.type): r for r in result.table.itertuples(index=False)}
+    systems = {COMBINED: "logistic regression on every head's log attention (trained on the selection half)",
+               best_head_label(result.best): "one head, no training",
+               "rule-based (sieves)": "rules with a gender / number / animacy lexicon"}
+    return pd.DataFrame([{"system": name, **{t: f"{100 * ours[(name, t)].accuracy:.1f} [{100 * ours[(name, t)].low:.0f}–"
+                                                 f"{100 * ours[(name, t)].high:.0f}]" for t in MENTION_TYPES},
+                          "what it is": note} for name, note in systems.items()])
 
 
 TABLE3_ROWS = {  # the paper's row -> (this run's model, what differs)
@@ -248,19 +344,29 @@ def clustering(result: ClusterResult, second: ClusterResult | None = None, secon
                n_permutations: int = 10000, seed: int = 0) -> pd.DataFrame:
     """Clark et al. Fig 6's claims beside this run's measurements (permutation tests on the distances)."""
     claims = paper.CLUSTERING
-    layers = result.layer_test(n_permutations, seed)
+    tests = result.robustness_tests(n_permutations, seed)
+    layers = tests["layers"]
     counts = result.heads["behaviour"].value_counts()
     found = ", ".join(f"{BEHAVIOUR_NAMES[b]} {counts[b]}" for b in BEHAVIOURS if b in counts)
-    behaviours = result.behaviour_test(n_permutations, seed)
+    behaviours = tests["behaviours"]
+
+    def measured(test, why: str = "it needs two behaviours besides 'other', one with two heads") -> str:
+        return (f"no test: {why}" if test is None else
+                f"between/within distance {test.ratio:.2f}, {_p(test.p_value, n_permutations)}")
+
+    without = tests["behaviours without broad heads"]
     rows = [
-        ("heads of the same layer are close", claims["same_layer"],
-         f"between/within distance {layers.ratio:.2f}, {_p(layers.p_value, n_permutations)}",
+        ("heads of the same layer are close", claims["same_layer"], measured(layers),
          f"permutation test, {n_permutations} relabellings"),
+        ("… without the broad heads", claims["same_layer"], measured(tests["layers without broad heads"], "too few heads left in one layer"),
+         f"{int(counts.get('broad', 0))} broad heads (entropy > 3.8 nats) left out"),
+        ("… within behaviours", claims["same_layer"], measured(tests["layers within behaviours"], "too few heads left in one layer"),
+         "layers shuffled within each behaviour; pairs of one behaviour only"),
         ("heads by behaviour", ", ".join(claims["behaviour_clusters"]), found, claims["thresholds"]),
-        ("heads of the same behaviour are close", claims["behaviour_close"],
-         "no test: it needs two behaviours besides 'other', one with two heads" if behaviours is None else
-         f"between/within distance {behaviours.ratio:.2f}, {_p(behaviours.p_value, n_permutations)}",
-         "among the labelled heads (not 'other')"),
+        ("heads of the same behaviour are close", claims["behaviour_close"], measured(behaviours),
+         "a sanity check, among the labelled heads (not 'other'): broad heads are close by construction"
+         + ("" if behaviours is None else "; without them: " + ("no behaviour has two heads" if without is None
+                                                                 else measured(without)))),
     ]
     if second is not None:
         same = compare_maps(result.distances, second.distances, result.coords, second.coords)

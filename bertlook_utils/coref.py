@@ -3,7 +3,11 @@
 For every coreferent mention (a mention whose entity was mentioned before) a system picks one earlier
 mention; it is right when that mention is one of the antecedents (an earlier mention of the same entity).
 An attention head picks the earlier mention whose head word the mention's head word attends to most
-(word-level maps, [CLS] = word 0). Baselines: the nearest mention; the nearest mention with the same head
+(word-level maps, [CLS] = word 0). That restriction of the argmax to the earlier mentions' head words is the
+kit's reading of Clark et al.'s definition ("the head word of a coreferent mention most attends to the head
+of one of its antecedents"; their coreference code was never released): `READINGS` adds two stricter ones,
+the argmax over every word before the mention and over every word of the passage (but the head word itself),
+each right when it lands on the head word of an antecedent. Baselines: the nearest mention; the nearest mention with the same head
 word (else the nearest); a rule-based sieve (exact string match -> head match -> number / gender / person /
 animacy agreement -> nearest). The best head is selected on one half of the passages and reported on the
 other; 95 % intervals come from a bootstrap over passages.
@@ -31,6 +35,12 @@ from .wordlevel import FROM_MODES, to_word_level
 
 BASELINES = ("nearest mention", "head-word match", "rule-based (sieves)")
 COLUMNS = ("all", *TYPES)
+# Readings of "most attends to the head of one of its antecedents": where the argmax is taken. [CLS] and
+# [SEP] are never candidates (as for the syntax heads of notebook 04).
+READINGS = {"mention heads": "the head words of the earlier mentions (the kit's reading)",
+            "earlier words": "every word before the mention",
+            "all words": "every word of the passage but the mention's head word"}
+WORD_READINGS = ("earlier words", "all words")  # the order of the last axis of `word_choices`
 
 
 # -- the mentions to resolve -------------------------------------------------------------------------
@@ -198,6 +208,50 @@ def word_rows(attn: np.ndarray, word_ids: Sequence[int], words: Sequence[int], f
     return np.stack(out, axis=-2).astype(np.float32)
 
 
+def word_choices(rows: np.ndarray, passage: Passage, first_word: int = 1) -> np.ndarray:
+    """rows [L, H, n_coreferent, m]: the word-level rows of the coreferent mentions' head words (in
+    `passage.coreferent()` order; passage word w is word w + first_word, the last word is [SEP]) -> int16
+    [n_coreferent, L, H, 2]: the passage word (0-based) each head attends to most, among every word before
+    the mention (`WORD_READINGS[0]`) and among every word but the mention's head word (`WORD_READINGS[1]`)."""
+    rows = np.asarray(rows)
+    n_words = len(passage.words)
+    if rows.shape[-1] != n_words + first_word + 1:
+        raise ValueError(f"rows must end in the {n_words + first_word + 1} words of the map ([CLS], the passage's "
+                         f"words, [SEP]), got {rows.shape}")
+    words = rows[..., first_word:first_word + n_words].astype(np.float32)  # [L, H, k, n_words]
+    out = np.empty((len(passage.coreferent()), *rows.shape[:2], 2), dtype=np.int16)
+    for r, i in enumerate(passage.coreferent()):
+        m = passage.mentions[i]
+        out[r, ..., 0] = np.argmax(words[:, :, r, :m.start], axis=-1)  # a coreferent mention has earlier words
+        row = words[:, :, r].copy()
+        row[..., m.head] = -np.inf
+        out[r, ..., 1] = np.argmax(row, axis=-1)
+    return out
+
+
+def lands_on_antecedent(passages: Sequence[Passage], mentions: pd.DataFrame, words: np.ndarray) -> np.ndarray:
+    """words int [N, ...]: a passage word per row of `mentions` -> bool [N, ...]: is it the head word of one of
+    the row's antecedents?"""
+    words = np.asarray(words)
+    if words.shape[:1] != (len(mentions),):
+        raise ValueError(f"words must hold one word per row of mentions ({len(mentions)}), got {words.shape}")
+    width = max(len(p.words) for p in passages)
+    heads = np.zeros((len(mentions), width), dtype=bool)
+    for n, (k, i) in enumerate(zip(mentions["passage"], mentions["mention"])):
+        heads[n, [passages[k].mentions[j].head for j in passages[k].antecedents(i)]] = True
+    rows = np.arange(len(mentions)).reshape(-1, *[1] * (words.ndim - 1))
+    return heads[rows, words]
+
+
+def choose_words_by_attention(word_attn: np.ndarray, passage: Passage, first_word: int = 1) -> np.ndarray:
+    """word_attn [L, H, m, m] of one passage -> int16 [n_coreferent, L, H, 2]: `word_choices` of its
+    coreferent mentions' head-word rows."""
+    word_attn = np.asarray(word_attn)
+    check_attention(word_attn)
+    rows = _head_words(passage, first_word, word_attn.shape[-1])[passage.coreferent()]
+    return word_choices(word_attn[:, :, rows, :], passage, first_word)
+
+
 def choose_by_attention(word_attn: np.ndarray, passage: Passage, first_word: int = 1) -> np.ndarray:
     """int [n_coreferent, L, H]: for each coreferent mention and head, the earlier mention whose head
     word its head word attends to most (see `antecedent_attention`)."""
@@ -210,28 +264,31 @@ def passages_key(passages: Sequence[Passage]) -> str:
 
 
 def passage_attention(attn: np.ndarray, word_ids: Sequence[int], passage: Passage, from_mode: str = "mean",
-                      width: int | None = None) -> np.ndarray:
-    """Token-level attn [L, H, T, T] of `passage` encoded alone ([CLS] passage [SEP]) -> float32
-    [n_coreferent, L, H, width], as `antecedent_attention` of its word-level map (only the rows needed)."""
+                      width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Token-level attn [L, H, T, T] of `passage` encoded alone ([CLS] passage [SEP]) -> (float32
+    [n_coreferent, L, H, width] as `antecedent_attention`, int16 [n_coreferent, L, H, 2] as `word_choices`)
+    of its word-level map (only the rows needed)."""
     n_words = int(np.max(word_ids)) + 1
-    rows = _head_words(passage, 1, n_words)[passage.coreferent()]
-    return _candidates(word_rows(attn, word_ids, rows, from_mode), passage, 1, width)
+    rows = word_rows(attn, word_ids, _head_words(passage, 1, n_words)[passage.coreferent()], from_mode)
+    return _candidates(rows, passage, 1, width), word_choices(rows, passage, 1)
 
 
 class AntecedentAttention(Reducer):
     """Streams the passages' attention (in order) and keeps, per coreferent mention and head, the earlier
-    mention its head word attends to most, `.choices` int16 [N, L, H], and its attention to each earlier
+    mention its head word attends to most, `.choices` int16 [N, L, H], its attention to each earlier
     mention's head word, `.weights` float16 [N, L, H, C] (-1 beyond the earlier mentions; C = the most
-    earlier mentions any passage has); rows in `mention_table` order."""
+    earlier mentions any passage has), and the word it attends to most under each of `WORD_READINGS`,
+    `.words` int16 [N, L, H, 2]; rows in `mention_table` order."""
 
     name = "coref_attention"
 
     def __init__(self, passages: Sequence[Passage], from_mode: str = "mean"):
         self.passages, self.from_mode = list(passages), from_mode
         self.width = max((max(p.coreferent(), default=0) for p in self.passages), default=0)
-        self.chunks: list[np.ndarray] = []
+        self.chunks: list[tuple[np.ndarray, np.ndarray]] = []
         self.choices: np.ndarray | None = None
         self.weights: np.ndarray | None = None
+        self.words: np.ndarray | None = None
 
     @property
     def key(self) -> str:
@@ -248,13 +305,14 @@ class AntecedentAttention(Reducer):
                                                  self.from_mode, self.width))
 
     def result(self) -> dict[str, np.ndarray]:
-        weights = np.concatenate(self.chunks)
+        weights = np.concatenate([w for w, _ in self.chunks])
         self.choices = np.argmax(weights, axis=-1).astype(np.int16)  # from the float32 weights: exact
         self.weights = weights.astype(np.float16)
-        return {"choices": self.choices, "weights": self.weights}
+        self.words = np.concatenate([w for _, w in self.chunks])
+        return {"choices": self.choices, "weights": self.weights, "words": self.words}
 
     def load(self, result: dict[str, np.ndarray]) -> None:
-        self.choices, self.weights = result["choices"], result["weights"]
+        self.choices, self.weights, self.words = result["choices"], result["weights"], result["words"]
 
     merge = staticmethod(concatenate)  # blocks of passages, in order: their rows one after the other
 
@@ -316,7 +374,7 @@ def combine_heads(weights: np.ndarray, antecedents: np.ndarray, train: np.ndarra
     return np.argmax(scores, axis=-1)
 
 
-COMBINED = "all heads combined (learned)"
+COMBINED = "all heads combined (learned)"  # a lower bound on what attention holds, not a coreference system
 
 
 @dataclass
@@ -326,7 +384,9 @@ class CorefResult:
     and correct bool [N, L, H] for every head; heads: per-head accuracy on the selection half (`all`,
     per type) and on the held-out half (`held_out`); best: (layer, head), 1-indexed, chosen on the
     selection half; table: every system on the held-out half, long form (system, type, accuracy, low,
-    high, n)."""
+    high, n); readings: for each of `READINGS`, the best head chosen on the selection half under it (layer,
+    head, label, selection and held-out accuracy with its interval, n); reading_correct: bool [N, L, H] per
+    reading."""
 
     passages: list[Passage]
     mentions: pd.DataFrame
@@ -335,6 +395,8 @@ class CorefResult:
     heads: pd.DataFrame
     best: tuple[int, int]
     table: pd.DataFrame
+    readings: pd.DataFrame | None = None
+    reading_correct: dict[str, np.ndarray] | None = None
 
     @property
     def best_label(self) -> str:
@@ -347,8 +409,11 @@ class CorefResult:
         return (100 * table.loc[order, list(COLUMNS)]).rename_axis(None, axis=1)
 
 
-def best_head_label(best: tuple[int, int]) -> str:
-    return f"best head {head_label(*best)}"
+def best_head_label(best: tuple[int, int], reading: str = "mention heads") -> str:
+    """The system name of a best head: "best head 3-10", or "best head 2-2 (argmax over earlier words)"."""
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {list(READINGS)}, not {reading!r}")
+    return f"best head {head_label(*best)}" + ("" if reading == "mention heads" else f" (argmax over {reading})")
 
 
 def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1000, from_mode: str = "mean",
@@ -365,30 +430,47 @@ def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1
     if len(choices) != len(mentions):
         raise ValueError(f"attention for {len(choices)} mentions, expected {len(mentions)}; clear the cache entry")
     correct = is_correct(passages, mentions, choices)
+    reading_correct = {"mention heads": correct}
+    for r, reading in enumerate(WORD_READINGS):
+        reading_correct[reading] = lands_on_antecedent(passages, mentions, reducer.words[..., r].astype(int))
     selection = halves(passages, seed)[mentions["passage"].to_numpy()]
     mentions["half"] = np.where(selection, "selection", "held-out")
     heads = head_scores(correct, mentions, selection)
     heads["held_out"] = head_scores(correct, mentions, ~selection)["all"]
-    top = heads.loc[heads["all"].idxmax()]
-    best = (int(top["layer"]), int(top["head"]))
+    bests = {}
+    for reading, ok in reading_correct.items():
+        scores = ok[selection].mean(0)  # [L, H], the selection half
+        bests[reading] = tuple(int(i) + 1 for i in np.unravel_index(np.argmax(scores), scores.shape))
+        if reading != "mention heads":
+            heads[f"{reading}: selection"] = scores.ravel()
+            heads[f"{reading}: held_out"] = ok[~selection].mean(0).ravel()
+    best = bests["mention heads"]
     for name, system in SYSTEMS.items():
         mentions[name] = choose(passages, mentions, system)
         mentions[f"{name} ok"] = is_correct(passages, mentions, mentions[name].to_numpy())
     label = best_head_label(best)
     mentions[label] = choices[:, best[0] - 1, best[1] - 1]
-    mentions[f"{label} ok"] = correct[:, best[0] - 1, best[1] - 1]
+    for reading, (layer, head) in bests.items():
+        mentions[f"{best_head_label((layer, head), reading)} ok"] = reading_correct[reading][:, layer - 1, head - 1]
     antecedents = antecedent_mask(passages, mentions, weights.shape[-1])
     mentions[COMBINED] = combine_heads(weights, antecedents, selection)
     mentions[f"{COMBINED} ok"] = is_correct(passages, mentions, mentions[COMBINED].to_numpy())
     held = mentions[~selection]
     rows = []
-    for name in (*SYSTEMS, COMBINED, label):
+    readings = [best_head_label(b, reading) for reading, b in bests.items()]
+    for name in (*SYSTEMS, COMBINED, *readings):
         for t in COLUMNS:
             part = held if t == "all" else held[held["type"] == t]
             low, high = bootstrap_interval(part[f"{name} ok"], part["passage"], n_boot, seed)
             rows.append((name, t, float(part[f"{name} ok"].mean()), low, high, len(part)))
     table = pd.DataFrame(rows, columns=["system", "type", "accuracy", "low", "high", "n"])
-    return CorefResult(passages, mentions, choices, correct, heads, best, table)
+    by_system = table[table["type"] == "all"].set_index("system")
+    summary = pd.DataFrame([dict(reading=reading, layer=b[0], head=b[1], label=head_label(*b),
+                                 selection=float(reading_correct[reading][selection][:, b[0] - 1, b[1] - 1].mean()),
+                                 **by_system.loc[name, ["accuracy", "low", "high", "n"]].to_dict())
+                            for (reading, b), name in zip(bests.items(), readings)])
+    summary = summary.rename(columns={"accuracy": "held_out"})
+    return CorefResult(passages, mentions, choices, correct, heads, best, table, summary, reading_correct)
 
 
 # -- reading the result -------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 Each function takes the result objects the analyses return, draws with `viz`'s primitives and palette, and
 returns its Figure (or the Axes it was given); nothing here computes a statistic. By notebook:
 
-    02  attention_and_gradient, sink_gradient_by_head, sink_ablation       (Clark et al. Fig 3, the causal test)
-    03  entropy_by_layer                                                    (Fig 4)
+    02  attention_and_gradient, sink_gradient_by_head, sink_ablation,      (Clark et al. Fig 3, the causal test)
+        value_norms
+    03  entropy_by_layer, broad_definitions                                 (Fig 4)
     04  relation_head, relation_heads, accuracy_grid                        (Fig 5, Table 1 per head)
     05  antecedent_attention, table2, accuracy_by_rank                      (Table 2)
     06  probe_curves, probe_weights, weight_against_accuracy                (Table 3)
@@ -23,12 +24,13 @@ from matplotlib.patches import Rectangle
 from . import paper
 from .clustering import BEHAVIOUR_NAMES, BEHAVIOURS, ClusterResult, GroupTest, linkage
 from .conventions import head_label
-from .coref import COLUMNS as MENTION_TYPES, COMBINED, CorefResult, best_head_label
+from .coref import COLUMNS as MENTION_TYPES, CorefResult, best_head_label
 from .corefdata import Passage
 from .finetune import FineTuned
-from .gradients import CATEGORIES, AblationResult, GradientResult
+from .gradients import CATEGORIES, SINK_HEAD, AblationResult, GradientResult
 from .patterns import PATTERNS
 from .probes import ProbeResults
+from .surface import BROAD_ENTROPY, BROAD_MAX_WEIGHT
 from .syntax import DIRECTIONS, ParsedAttention, predictions
 from .viz import (ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, PATTERN_COLOURS, SEQUENTIAL_CMAP,
                   heatmap_by_head, plot_by_layer)
@@ -95,7 +97,37 @@ def sink_ablation(ablation: AblationResult, distance: str = "pooled_distance"):
     return fig
 
 
+def value_norms(norms: pd.DataFrame, threshold: float = SINK_HEAD):
+    """One dot per head (`gradients.value_norms`): its attention to [CLS] and [SEP] against the length of what
+    attending to [CLS] writes, relative to an ordinary token (|v[CLS]| ÷ |v other| through the output
+    projection, log scale), coloured by layer; the dotted line marks the sink heads (attention > threshold)."""
+    ratio = norms["output_ratio"].where(norms["output_ratio"].notna(), norms["value_ratio"])
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    points = ax.scatter(norms["sink"], ratio, c=norms["layer"], cmap=SEQUENTIAL_CMAP, s=22)
+    ax.axhline(1, ls="--", color=PALETTE["uniform"], lw=1)
+    ax.axvline(threshold, ls=":", color=PALETTE["cls"], lw=1)
+    ax.text(threshold, ax.get_ylim()[1], f" sink heads (> {threshold:g})", color=PALETTE["cls"], va="top", fontsize=9)
+    ax.set(xlabel="attention to [CLS] and [SEP]", ylabel="|v[CLS]| ÷ |v ordinary token|", yscale="log",
+           title="heads: sink attention and the length of the sink's value")
+    fig.colorbar(points, ax=ax, label="layer")
+    return fig
+
+
 # -- 03: entropy --------------------------------------------------------------------------------------
+def broad_definitions(broad: pd.DataFrame, max_weight: float = BROAD_MAX_WEIGHT, entropy_above: float = BROAD_ENTROPY):
+    """One dot per head (`surface.broad_heads`): mean row entropy against mean largest weight per row, with the
+    two thresholds of a "broad" head (largest weight <= max_weight: notebook 03; entropy > entropy_above: 07)."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    points = ax.scatter(broad["max_weight"], broad["entropy"], c=broad["layer"], cmap=SEQUENTIAL_CMAP, s=22)
+    ax.axvline(max_weight, ls=":", color=PALETTE["broad"], lw=1, label=f"largest weight ≤ {max_weight:g}")
+    ax.axhline(entropy_above, ls="--", color=PALETTE["uniform"], lw=1, label=f"entropy > {entropy_above:g} nats")
+    ax.set(xscale="log", xlabel="largest weight in a row (mean over rows)", ylabel="entropy (nats)",
+           title="two definitions of a broad head")
+    ax.legend(fontsize=9, loc="lower left")
+    fig.colorbar(points, ax=ax, label="layer")
+    return fig
+
+
 def entropy_by_layer(entropy: pd.DataFrame):
     """Clark et al. Fig 4: each head's mean entropy and the entropy of [CLS]'s attention, by layer, with the
     entropy of uniform attention (dashed)."""
@@ -234,25 +266,32 @@ def antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, title:
 
 def table2(result: CorefResult, title: str | None = None):
     """Table 2 as bars, one panel per mention type: the paper's accuracy and this run's (held-out half,
-    95 % bootstrap interval) for every system. Returns the Figure."""
-    fig, axes = plt.subplots(1, len(MENTION_TYPES), figsize=(14, 4.2), sharey=True, layout="constrained")
+    95 % bootstrap interval) for every system; the paper's head 5-4 beside this run's best head under each
+    reading of the argmax (earlier mentions' head words; every earlier word), the paper's neural system
+    (Wiseman et al. 2015) alone. Returns the Figure."""
+    fig, axes = plt.subplots(1, len(MENTION_TYPES), figsize=(14, 4.4), sharey=True, layout="constrained")
     ours = result.table.set_index(["system", "type"])
-    label = best_head_label(result.best)
+    best = result.readings.set_index("reading")
+    heads = {r: best_head_label((int(best.loc[r, "layer"]), int(best.loc[r, "head"])), r)
+             for r in ("mention heads", "earlier words")}
     pairs = [("nearest mention", "nearest mention"), ("head-word match", "head-word match"),
-             ("rule-based (sieves)", "rule-based (sieves)"), ("BERT head 5-4", label),
-             ("neural coref (not comparable)", COMBINED)]
-    names = ["nearest", "head word", "sieves", "best head", "neural /\nlearned"]
+             ("rule-based (sieves)", "rule-based (sieves)"), ("BERT head 5-4", heads["mention heads"]),
+             ("BERT head 5-4", heads["earlier words"]), (paper.TABLE2_NEURAL, None)]
+    names = ["nearest", "head\nword", "sieves", f"head\n{best.loc['mention heads', 'label']}\n(mention\nheads)",
+             f"head\n{best.loc['earlier words', 'label']}\n(earlier\nwords)", "neural\n(paper\nonly)"]
     reported = paper.TABLE2.set_index("system")
     x = np.arange(len(pairs))
     for ax, t in zip(axes, MENTION_TYPES):
         theirs = [reported.loc[p, t] for p, _ in pairs]
-        mine = np.array([[ours.loc[(s, t), c] for c in ("accuracy", "low", "high")] for _, s in pairs]) * 100
+        mine = np.array([[np.nan] * 3 if s is None else [ours.loc[(s, t), c] for c in ("accuracy", "low", "high")]
+                         for _, s in pairs]) * 100
         ax.bar(x - 0.2, [np.nan if v is None else v for v in theirs], 0.4, color=PALETTE["paper"],
-               label="paper: BERT-base on CoNLL-2012 (best head 5-4; neural coref)")
+               label=f"paper: BERT-base on CoNLL-2012 (best head 5-4, argmax not stated; neural: "
+                     f"{paper.TABLE2_NEURAL_CITATION})")
         ax.bar(x + 0.2, mine[:, 0], 0.4, color=PALETTE["run"], yerr=[mine[:, 0] - mine[:, 1], mine[:, 2] - mine[:, 0]],
-               capsize=2, label=f"this run: the kit's stories, held-out half (best head {result.best_label}; "
-                                "all heads, learned)")
-        ax.set_xticks(x, names, rotation=30)
+               capsize=2, label="this run: the kit's stories, held-out half (best head per reading, chosen on the "
+                                "selection half)")
+        ax.set_xticks(x, names, fontsize=8)
         ax.set_ylim(0, 100)
         ax.set_title(t)
     axes[0].set_ylabel("antecedent selection accuracy (%)")
@@ -412,9 +451,15 @@ def aligned_maps(result: ClusterResult, other: ClusterResult, ax=None, names: tu
 def permutation_tests(tests: Mapping[str, GroupTest | None]):
     """One panel per grouping (name -> `clustering.GroupTest`, None: not testable, left blank): the
     between/within distance ratio of every shuffled labelling, and the observed one."""
-    fig, axes = plt.subplots(1, len(tests), figsize=(6 * len(tests), 3.4), squeeze=False)
-    for ax, (name, test) in zip(axes[0], tests.items()):
+    ncols = min(len(tests), 2 if len(tests) % 2 == 0 else 3)
+    nrows = -(-len(tests) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6 * ncols, 3.4 * nrows), squeeze=False, layout="constrained")
+    for ax in axes.ravel()[len(tests):]:
+        ax.set_axis_off()
+    for ax, (name, test) in zip(axes.ravel(), tests.items()):
         if test is None:
+            ax.text(0.5, 0.5, f"grouping by {name}:\nno test (no group with two heads)", ha="center", va="center",
+                    transform=ax.transAxes)
             ax.set_axis_off()
             continue
         ax.hist(test.null_ratios, bins=40, color=PALETTE["uniform"], alpha=0.8, label="shuffled labels")

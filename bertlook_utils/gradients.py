@@ -16,6 +16,11 @@ only 0.1 elsewhere, the like-for-like comparison moves per row min(sink mass, ha
 both (`intervene.matched_mass`), beside the edit that moves all of the sink mass. If attending to a sink is
 a no-op, moving its mass should change the output less than moving the same mass between ordinary tokens.
 
+Value norms (`value_norms`, after Kobayashi et al. 2020): per head, the length of the value vector of [CLS],
+of [SEP] and of ordinary tokens, and of the same vectors through the head's slice of the output projection
+(what attending to a token can add to the residual stream). ∂L/∂α_ij is the dot product of that vector for
+token j with the gradient at token i's output, so a short sink vector makes a small sink gradient.
+
 Every input weighs the same; results keep per-input values so that intervals can be taken over inputs.
 
 Neither analysis can be a streaming reducer over attention maps: one needs the gradient of the objective
@@ -39,7 +44,7 @@ from torch import nn
 from . import intervene
 from .cache import DEFAULT_CACHE_DIR
 from .conventions import head_frame
-from .extract import Batch, Reducer, concatenate, reduce
+from .extract import Batch, Reducer, batches, concatenate, reduce
 from .intervals import mean_interval
 from .models import Encoder
 
@@ -399,3 +404,83 @@ def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, 
     if not np.isfinite(reducer.reference):
         raise ValueError("the reference distance needs batches of at least two inputs; give at least two inputs")
     return AblationResult(reducer.frame, reducer.reference)
+
+
+# -- value norms ------------------------------------------------------------------------------------
+OUTPUT_NAMES = ("attention.output.dense", "attention.out_lin")  # BERT, RoBERTa, ELECTRA; DistilBERT
+SINK_HEAD = 0.3  # a "sink head" puts more than this share of its attention on [CLS] and [SEP] together
+NORM_CATEGORIES = ("cls", "sep", "other")
+
+
+def output_projection(model: nn.Module, layer: int) -> nn.Linear | None:
+    """The attention block's output projection of layer `layer` (0-based), or None when the architecture is
+    not one of OUTPUT_NAMES."""
+    modules = dict(intervene.encoder_layers(model)[layer].named_modules())
+    found = [modules[name] for name in OUTPUT_NAMES if isinstance(modules.get(name), nn.Linear)]
+    return found[0] if found else None
+
+
+def _per_category_mean(values: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """values [B, H, T] -> [B, H, 3]: the mean over each input's tokens of NORM_CATEGORIES (NaN where absent)."""
+    out = []
+    for category in NORM_CATEGORIES:
+        mask = category_mask(batch, category).to(values.dtype)[:, None, :]
+        out.append((values * mask).sum(-1) / mask.sum(-1))
+    return torch.stack(out, -1)
+
+
+@torch.inference_mode()
+def value_norms(encoder: Encoder, items: Sequence, batch_size: int = 8) -> pd.DataFrame:
+    """Per head, how much attending to [CLS], to [SEP] and to an ordinary token can write. One row per head:
+    layer, head (1-indexed); `cls`, `sep`, `sink` (= cls + sep): attention mass, mean over rows; `value_cls`,
+    `value_sep`, `value_other`: mean |v_j| of the head's value vectors over those tokens ("other": not special,
+    not punctuation); `output_*`: the same for v_j through the head's columns of the output projection (NaN
+    for an architecture without a known one); `value_ratio` = value_cls / value_other, `output_ratio` likewise.
+    Every value is a mean over inputs (each input weighs the same)."""
+    if not items:
+        raise ValueError("no inputs: give segments, texts or (a, b) pairs")
+    model, n_heads = encoder.model, encoder.n_heads
+    collected: dict[str, list[np.ndarray]] = {}
+    for batch in batches(encoder, list(items), batch_size, attention=False):
+        out = model(**batch.model_inputs, output_attentions=True, output_hidden_states=True)
+        rows = batch.valid.to(torch.float64)[:, None, :]
+        per_layer = {name: [] for name in ("attention", "value", "output")}
+        for layer, attn in enumerate(out.attentions):  # attn [B, H, T, T]
+            attn = attn.double()
+            mass = torch.stack([(attn * category_mask(batch, c)[:, None, None, :]).sum(-1) for c in ("cls", "sep")], -1)
+            per_layer["attention"].append((mass * rows[..., None]).sum(2) / rows.sum(-1)[..., None])  # [B, H, 2]
+            values = intervene.value_projection(model, layer)(out.hidden_states[layer]).double()  # [B, T, D]
+            size = values.shape[-1] // n_heads
+            by_head = values.unflatten(-1, (n_heads, size)).transpose(1, 2)  # [B, H, T, size]
+            per_layer["value"].append(_per_category_mean(by_head.norm(dim=-1), batch))
+            dense = output_projection(model, layer)
+            if dense is None:
+                per_layer["output"].append(torch.full_like(per_layer["value"][-1], float("nan")))
+            else:
+                weight = dense.weight.double().T.unflatten(0, (n_heads, size))  # [H, size, hidden]
+                written = torch.einsum("bhts,hsd->bhtd", by_head, weight)
+                per_layer["output"].append(_per_category_mean(written.norm(dim=-1), batch))
+        for name, arrays in per_layer.items():
+            collected.setdefault(name, []).append(torch.stack(arrays, 1).numpy())  # [B, L, H, k]
+    with np.errstate(all="ignore"):  # an input without [SEP] leaves NaN, and nanmean skips it
+        means = {name: np.nanmean(np.concatenate(arrays), axis=0) for name, arrays in collected.items()}
+    frame = {"cls": means["attention"][..., 0], "sep": means["attention"][..., 1],
+             "sink": means["attention"].sum(-1)}
+    for kind in ("value", "output"):
+        for k, category in enumerate(NORM_CATEGORIES):
+            frame[f"{kind}_{category}"] = means[kind][..., k]
+        frame[f"{kind}_ratio"] = means[kind][..., 0] / means[kind][..., 2]
+    return head_frame(frame)
+
+
+def value_norm_summary(norms: pd.DataFrame, threshold: float = SINK_HEAD) -> pd.DataFrame:
+    """`value_norms` per layer: heads, `sink_heads` (heads with `sink` > threshold), and the ratio |v[CLS]| /
+    |v other| through the output projection (`output_ratio`; `value_ratio` where that is NaN): its largest value
+    among the sink heads (`sink_max`, NaN when the layer has none) and its median over all heads (`all_median`)."""
+    ratio = norms["output_ratio"].where(norms["output_ratio"].notna(), norms["value_ratio"])
+    rows = []
+    for layer, group in norms.groupby("layer"):
+        sink = group["sink"] > threshold
+        rows.append((int(layer), len(group), int(sink.sum()), ratio[group.index][sink].max() if sink.any() else np.nan,
+                     ratio[group.index].median()))
+    return pd.DataFrame(rows, columns=["layer", "heads", "sink_heads", "sink_max", "all_median"])

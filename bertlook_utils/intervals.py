@@ -33,3 +33,19 @@ def mean_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float
     mean, sem = values.mean(), values.std(ddof=1) / np.sqrt(len(values))
     half = stats.t.ppf(0.5 + level / 2, len(values) - 1) * sem
     return float(mean), float(mean - half), float(mean + half)
+
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion `successes` / `n` (fractions, two-sided at `level`);
+    (nan, nan) when n = 0. Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or n."""
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n; got {successes} of {n}")
+    if n == 0:
+        return float("nan"), float("nan")
+    z = stats.norm.ppf(0.5 + level / 2)
+    p, z2 = successes / n, z * z / n
+    centre = (p + z2 / 2) / (1 + z2)
+    half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n)) / (1 + z2)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return float(low), float(high)

@@ -33,6 +33,8 @@ ENTROPY = {
     "broad_heads": "some, in lower layers",  # putting <= 10 % on any single word
     "highest_entropy": "close to uniform in layer 1",
     "entropy_by_layer": "high in lower layers, lower in the middle",
+    # §3.3: entropies from [CLS] alone are "very close" to Fig 4's layer averages, except in the last layer
+    "cls_entropy_by_layer": "close to the layer's mean in most layers, high in the last",
 }
 
 # Clark et al. Figure 1: example heads and what they do
@@ -51,10 +53,14 @@ TABLE1 = pd.DataFrame(
     columns=["relation", "head", "accuracy", "baseline", "offset", "direction"])
 SD_TO_SPACY = {"nn": "compound"}  # Stanford Dependencies (Clark et al.) -> spaCy's ClearNLP labels
 
-# Table 2: coreference antecedent selection accuracy %, head 5-4
+# Table 2: coreference antecedent selection accuracy %, head 5-4. The neural row is Wiseman et al. (2015)'s
+# system, as cited in Clark et al.'s Table 2. How the head's argmax was restricted is not stated (their
+# coreference code was never released).
+TABLE2_NEURAL_CITATION = "Wiseman et al. (2015)"
+TABLE2_NEURAL = "neural coref, Wiseman et al. 2015 (not comparable)"
 TABLE2 = pd.DataFrame(
     [("nearest mention", 27, 29, 29, 19), ("head-word match", 52, 47, 67, 40),
-     ("rule-based (sieves)", 69, 70, 77, 60), ("neural coref (not comparable)", 83, None, None, None),
+     ("rule-based (sieves)", 69, 70, 77, 60), (TABLE2_NEURAL, 83, None, None, None),
      ("BERT head 5-4", 65, 64, 73, 58)],
     columns=["system", "all", "pronoun", "proper", "nominal"])
 

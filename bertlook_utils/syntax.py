@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -31,7 +31,8 @@ from .parses import POSSESSIVE_MARKERS, Sentence, split_halves, to_conllu
 from .wordlevel import to_word_level
 
 DIRECTIONS = ("dep->head", "head->dep")
-OFFSETS = tuple(range(-3, 4))
+OFFSETS = tuple(range(-3, 4))  # scored; tables choose among CLARK_OFFSETS unless told
+CLARK_OFFSETS = tuple(range(-3, 3))  # the offsets of Clark et al.'s released baseline: -3 ... +2
 
 
 @dataclass
@@ -141,74 +142,114 @@ def parsed_attention(encoder: Encoder, sentences: Sequence[Sentence], batch_size
 
 
 # -- scoring --------------------------------------------------------------------------------------
+SCORINGS = {
+    "clark": "Clark et al.'s released scoring: `all` counts every word, the root included (never right), and "
+             "a possessor followed by its 's is scored by the 's row's prediction",
+    "kit": "the root is left out of `all`, and a possessor is right when its own row or its 's row finds the head",
+}
+
+
 @dataclass
 class HeadScores:
-    """Per-dependent outcomes of every head and offset, from which every table is built.
+    """Per-word outcomes of every head and offset, from which every table is built.
 
-    correct: bool [N, 2, L, H] (direction 0 = dep->head, 1 = head->dep): did the head's argmax find the
-    gold head of dependent k? offset_correct: bool [N, len(offsets)]; relations: str [N]; sentence: int [N]
-    (index of the dependent's sentence). N counts every word whose gold head is a word (not ROOT)."""
+    own: bool [N, 2, L, H] (direction 0 = dep->head, 1 = head->dep): did the head's argmax from word k find
+    its gold head? marker: the same from the possessive marker after a `poss` word (False where has_marker
+    is False); own_offset, marker_offset: bool [N, len(offsets)], the same for fixed offsets; has_marker,
+    is_root: bool [N]; relations: str [N]; sentence: int [N] (index of the word's sentence). N counts every
+    word. `scoring` (see SCORINGS) turns these into `correct` and `offset_correct` and says what "all" is."""
 
-    correct: np.ndarray
-    offset_correct: np.ndarray
+    own: np.ndarray
+    marker: np.ndarray
+    own_offset: np.ndarray
+    marker_offset: np.ndarray
+    has_marker: np.ndarray
+    is_root: np.ndarray
     relations: np.ndarray
     sentence: np.ndarray
     offsets: tuple[int, ...]
+    scoring: str = "clark"
+
+    def __post_init__(self):
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {tuple(SCORINGS)}, not {self.scoring!r}")
+
+    def _resolve(self, own: np.ndarray, marker: np.ndarray) -> np.ndarray:
+        where = self.has_marker.reshape(-1, *([1] * (own.ndim - 1)))
+        return np.where(where, marker, own) if self.scoring == "clark" else own | (marker & where)
+
+    @property
+    def correct(self) -> np.ndarray:
+        """bool [N, 2, L, H]: is head (direction, layer, head) right for word k under this scoring?"""
+        return self._resolve(self.own, self.marker)
+
+    @property
+    def offset_correct(self) -> np.ndarray:
+        """bool [N, len(offsets)]: is each fixed offset right for word k under this scoring?"""
+        return self._resolve(self.own_offset, self.marker_offset)
 
     @property
     def n_layers(self) -> int:
-        return self.correct.shape[2]
+        return self.own.shape[2]
 
     @property
     def n_heads(self) -> int:
-        return self.correct.shape[3]
+        return self.own.shape[3]
+
+    def with_scoring(self, scoring: str) -> "HeadScores":
+        """The same outcomes under another scoring (see SCORINGS)."""
+        return replace(self, scoring=scoring)
 
     def relation_counts(self) -> pd.Series:
-        """Number of dependents per relation, most frequent first."""
-        return pd.Series(self.relations).value_counts()
+        """Number of dependents per relation (the root is no relation), most frequent first."""
+        return pd.Series(self.relations[~self.is_root]).value_counts()
 
     def mask(self, relation: str) -> np.ndarray:
-        """bool [N]: the dependents of `relation` ("all": every dependent)."""
+        """bool [N]: the words of `relation`; "all": every word under Clark's scoring, every word whose head
+        is a word under the kit's."""
         if relation == "all":
-            return np.ones(len(self.relations), dtype=bool)
-        return self.relations == relation
+            return np.ones(len(self.relations), dtype=bool) if self.scoring == "clark" else ~self.is_root
+        return (self.relations == relation) & ~self.is_root
+
+    def where(self, keep: np.ndarray) -> "HeadScores":
+        """The outcomes of the words where `keep` (bool [N]) is True."""
+        keep = np.asarray(keep)
+        if keep.shape != self.is_root.shape or keep.dtype != bool:
+            raise ValueError(f"keep must be a bool array with one entry per word ({len(self.is_root)}), "
+                             f"got {keep.dtype} {keep.shape}")
+        return HeadScores(*(getattr(self, f)[keep] for f in _PER_WORD), offsets=self.offsets, scoring=self.scoring)
 
     def take(self, sentences: Sequence[int]) -> "HeadScores":
-        """The outcomes of the dependents of the given sentences (indices as in `sentence`)."""
-        keep = np.isin(self.sentence, np.asarray(sentences))
-        return HeadScores(self.correct[keep], self.offset_correct[keep], self.relations[keep], self.sentence[keep],
-                          self.offsets)
+        """The outcomes of the words of the given sentences (indices as in `sentence`)."""
+        return self.where(np.isin(self.sentence, np.asarray(sentences)))
 
     def as_arrays(self) -> dict[str, np.ndarray]:
-        return {"correct": np.packbits(self.correct, axis=-1), "n_heads": np.array(self.n_heads),
-                "offset_correct": self.offset_correct, "relations": self.relations.astype(str),
-                "sentence": self.sentence, "offsets": np.array(self.offsets)}
+        packed = {f: np.packbits(getattr(self, f), axis=-1) for f in ("own", "marker")}
+        return {**packed, **{f: getattr(self, f) for f in _PER_WORD[2:]}, "n_heads": np.array(self.n_heads),
+                "relations": self.relations.astype(str), "offsets": np.array(self.offsets)}
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "HeadScores":
+    def from_arrays(cls, arrays: dict[str, np.ndarray], scoring: str = "clark") -> "HeadScores":
         n_heads = int(arrays["n_heads"])
-        correct = np.unpackbits(arrays["correct"], axis=-1, count=n_heads).astype(bool)
-        return cls(correct, arrays["offset_correct"], arrays["relations"], arrays["sentence"],
-                   tuple(int(o) for o in arrays["offsets"]))
+        unpacked = [np.unpackbits(arrays[f], axis=-1, count=n_heads).astype(bool) for f in ("own", "marker")]
+        return cls(*unpacked, *(arrays[f] for f in _PER_WORD[2:]),
+                   offsets=tuple(int(o) for o in arrays["offsets"]), scoring=scoring)
 
 
-def dependents(heads: Sequence[int], relations: Sequence[str], words: Sequence[str]
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(dep, gold, alt) for every word with a word as gold head: dep 0-based, gold 1-based, alt the 0-based
-    index of a second word that also counts as the dependent, else -1.
+_PER_WORD = ("own", "marker", "own_offset", "marker_offset", "has_marker", "is_root", "relations", "sentence")
 
-    The possessive rule (Clark et al. §4.2): a `poss` dependent followed by its possessive marker ('s, ')
-    may be stood for by the marker, since BERT's heads treat "'s" as the possessor ("the accuracy in
-    Table 1 counts 's as correct")."""
-    heads = np.asarray(heads)
-    dep = np.flatnonzero(heads > 0)
-    alt = np.full(len(dep), -1)
-    for k, d in enumerate(dep):
-        nxt = d + 1
-        if (relations[d] == "poss" and nxt < len(words) and words[nxt] in POSSESSIVE_MARKERS
-                and heads[nxt] == d + 1):
-            alt[k] = nxt
-    return dep, heads[dep], alt
+
+def possessive_markers(heads: Sequence[int], relations: Sequence[str], words: Sequence[str]) -> np.ndarray:
+    """int [n]: for each word, the 0-based index of the possessive marker ('s, ') that may stand for it, else -1.
+
+    The possessive rule (Clark et al. §4.2, "the accuracy in Table 1 counts 's as correct"): a `poss` word
+    followed by its marker, attached to it, is represented by the marker, since BERT's heads treat "'s" as
+    the possessor."""
+    marker = np.full(len(heads), -1)
+    for d in range(len(heads) - 1):
+        if relations[d] == "poss" and words[d + 1] in POSSESSIVE_MARKERS and heads[d + 1] == d + 1:
+            marker[d] = d + 1
+    return marker
 
 
 def predictions(word_attn: np.ndarray) -> np.ndarray:
@@ -222,26 +263,32 @@ def predictions(word_attn: np.ndarray) -> np.ndarray:
     return np.stack([attn.argmax(-1), attn.argmax(-2)]) + 1
 
 
-def score_example(example: ParsedAttention, offsets: Sequence[int] = OFFSETS
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(correct bool [N, 2, L, H], offset_correct bool [N, len(offsets)], relations str [N]) of one sentence."""
-    dep, gold, alt = dependents(example.heads, example.relations, example.words)
+def _offset_hits(words: np.ndarray, gold: np.ndarray, n: int, offsets: np.ndarray) -> np.ndarray:
+    guess = words[:, None] + 1 + offsets  # 1-based; outside 1..n never matches a gold head
+    return (guess == gold[:, None]) & (guess >= 1) & (guess <= n)
+
+
+def score_example(example: ParsedAttention, offsets: Sequence[int] = OFFSETS) -> dict[str, np.ndarray]:
+    """The per-word fields of HeadScores (see there) for one sentence; every word, the root included."""
+    heads = example.heads
+    n = len(heads)
+    marker = possessive_markers(heads, example.relations, example.words)
+    has_marker = marker >= 0
+    stand_in = np.where(has_marker, marker, np.arange(n))  # the marker's row, else the word's own
     predicted = predictions(example.word_attn)  # [2, L, H, n]
-    correct = np.moveaxis(predicted[..., dep] == gold, -1, 0)
-    has_alt = alt >= 0
-    if has_alt.any():
-        correct[has_alt] |= np.moveaxis(predicted[..., alt[has_alt]] == gold[has_alt], -1, 0)
-    n = len(example.heads)
     offsets = np.asarray(offsets)
-    guess = dep[:, None] + 1 + offsets  # 1-based; outside 1..n never matches a gold head
-    offset_correct = (guess == gold[:, None]) & (guess >= 1) & (guess <= n)
-    if has_alt.any():
-        offset_correct[has_alt] |= alt[has_alt, None] + 1 + offsets == gold[has_alt, None]
-    return correct, offset_correct, np.array([example.relations[d] for d in dep], dtype=str)
+    return {"own": np.moveaxis(predicted == heads, -1, 0),
+            "marker": np.moveaxis(predicted[..., stand_in] == heads, -1, 0) & has_marker[:, None, None, None],
+            "own_offset": _offset_hits(np.arange(n), heads, n, offsets),
+            "marker_offset": _offset_hits(stand_in, heads, n, offsets) & has_marker[:, None],
+            "has_marker": has_marker, "is_root": heads == 0,
+            "relations": np.array(example.relations, dtype=str)}
 
 
-def score_examples(examples: Sequence[ParsedAttention], offsets: Sequence[int] = OFFSETS) -> HeadScores:
-    """HeadScores of in-memory examples (see `score_sentences` for the streaming, cached version)."""
+def score_examples(examples: Sequence[ParsedAttention], offsets: Sequence[int] = OFFSETS,
+                   scoring: str = "clark") -> HeadScores:
+    """HeadScores of in-memory examples under `scoring` (see SCORINGS; `score_sentences` is the streaming,
+    cached version)."""
     examples = list(examples)
     if not examples:
         raise ValueError("no examples to score")
@@ -250,14 +297,15 @@ def score_examples(examples: Sequence[ParsedAttention], offsets: Sequence[int] =
     if len({e.word_attn.shape[:2] for e in examples}) > 1:
         raise ValueError("examples come from models of different sizes (layers, heads)")
     parts = [score_example(e, offsets) for e in examples]
-    return _collect(parts, tuple(int(o) for o in offsets), range(len(parts)))
+    return _collect(parts, tuple(int(o) for o in offsets), range(len(parts)), scoring)
 
 
-def _collect(parts, offsets: tuple[int, ...], sentences: Sequence[int]) -> HeadScores:
+def _collect(parts: Sequence[dict[str, np.ndarray]], offsets: tuple[int, ...], sentences: Sequence[int],
+             scoring: str = "clark") -> HeadScores:
     """HeadScores from `score_example`'s parts, part k belonging to sentence number sentences[k]."""
-    sentence = np.concatenate([np.full(len(p[2]), i, dtype=np.int64) for i, p in zip(sentences, parts)])
-    return HeadScores(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                      np.concatenate([p[2] for p in parts]).astype(str), sentence, offsets)
+    sentence = np.concatenate([np.full(len(p["relations"]), i, dtype=np.int64) for i, p in zip(sentences, parts)])
+    fields = {f: np.concatenate([p[f] for p in parts]) for f in _PER_WORD[:-1]}
+    return HeadScores(**fields, sentence=sentence, offsets=offsets, scoring=scoring)
 
 
 def sentences_fingerprint(sentences: Sequence[Sentence]) -> str:
@@ -289,12 +337,11 @@ class SentenceScores(Reducer):
             self.positions.append(self.index[k])
 
     def result(self) -> dict[str, np.ndarray]:
-        scores = _collect(self.parts, self.offsets, self.positions)
-        return scores.as_arrays()
+        return _collect(self.parts, self.offsets, self.positions).as_arrays()
 
     def merge(self, results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-        """The blocks' dependents one after the other (the shape and offsets are the same in every block)."""
-        rows = concatenate([{k: r[k] for k in ("correct", "offset_correct", "relations", "sentence")} for r in results])
+        """The blocks' words one after the other (the shape and offsets are the same in every block)."""
+        rows = concatenate([{k: r[k] for k in _PER_WORD} for r in results])
         return {**rows, "n_heads": results[0]["n_heads"], "offsets": results[0]["offsets"]}
 
     def load(self, result: dict[str, np.ndarray]) -> None:
@@ -303,10 +350,11 @@ class SentenceScores(Reducer):
 
 def score_sentences(encoder: Encoder, sentences: Sequence[Sentence], offsets: Sequence[int] = OFFSETS,
                     batch_size: int = 32, from_mode: str = "mean", cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
-                    progress: bool = True) -> HeadScores:
-    """HeadScores of every sentence, streamed through `extract.reduce` (no map is kept; cached block by
-    block, keyed by the model, the sentences, the settings and this code). Sentences of similar length are
-    batched together. Equal to `score_examples(parsed_attention(...))`."""
+                    progress: bool = True, scoring: str = "clark") -> HeadScores:
+    """HeadScores of every sentence under `scoring` (see SCORINGS; `with_scoring` gives the other), streamed
+    through `extract.reduce` (no map is kept; cached block by block, keyed by the model, the sentences, the
+    settings and this code). Sentences of similar length are batched together. Equal to
+    `score_examples(parsed_attention(...))`."""
     offsets = tuple(int(o) for o in offsets)
     order = _length_order(encoder, sentences)
     ordered = [sentences[i] for i in order]
@@ -316,8 +364,7 @@ def score_sentences(encoder: Encoder, sentences: Sequence[Sentence], offsets: Se
                progress=progress, desc=f"word-level attention of {encoder.name}")
     scores = reducer.scores
     by_sentence = np.argsort(scores.sentence, kind="stable")  # the caller's order, each sentence's words in order
-    return HeadScores(scores.correct[by_sentence], scores.offset_correct[by_sentence], scores.relations[by_sentence],
-                      scores.sentence[by_sentence], offsets)
+    return HeadScores(*(getattr(scores, f)[by_sentence] for f in _PER_WORD), offsets=offsets, scoring=scoring)
 
 
 def split_scores(scores: HeadScores, sentences: Sequence[Sentence]) -> tuple[HeadScores, HeadScores]:
@@ -375,8 +422,8 @@ def head_accuracy(examples, relations: Sequence[str] | None = None, min_n: int =
     """The best head per relation (plus "all"): relation, layer, head (1-indexed), direction, accuracy
     (fraction), n, low, high (95 % bootstrap interval over sentences, for that head).
 
-    examples: ParsedAttention objects or HeadScores. Relations with fewer than `min_n` dependents are left
-    out; "all" counts every dependent whose gold head is a word."""
+    examples: ParsedAttention objects (scored the Clark way) or HeadScores (under their own scoring).
+    Relations with fewer than `min_n` dependents are left out."""
     if n_boot < 1:
         raise ValueError(f"n_boot must be at least 1 (bootstrap resamples), not {n_boot}")
     scores = _as_scores(examples)
@@ -389,10 +436,11 @@ def head_accuracy(examples, relations: Sequence[str] | None = None, min_n: int =
     return pd.DataFrame(rows, columns=["relation", "layer", "head", "direction", "accuracy", "n", "low", "high"])
 
 
-def offset_baseline(examples, offsets: Sequence[int] = OFFSETS, relations: Sequence[str] | None = None,
+def offset_baseline(examples, offsets: Sequence[int] = CLARK_OFFSETS, relations: Sequence[str] | None = None,
                     min_n: int = 1) -> pd.DataFrame:
     """The best fixed offset per relation (plus "all"): relation, offset, accuracy (fraction), n.
-    Predicting the word at `offset` from the dependent; ties go to the offset listed first."""
+    Predicting the word at `offset` from the dependent (Clark's -3 ... +2 unless told); ties go to the offset
+    listed first."""
     offsets = tuple(int(o) for o in offsets)
     if not offsets:
         raise ValueError("offsets is empty; give at least one offset, e.g. syntax.OFFSETS")
@@ -411,14 +459,16 @@ def offset_baseline(examples, offsets: Sequence[int] = OFFSETS, relations: Seque
 
 
 def heldout_table(selection: HeadScores, heldout: HeadScores, relations: Sequence[str] | None = None,
-                  min_n: int = 1, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                  min_n: int = 1, n_boot: int = 1000, seed: int = 0,
+                  offsets: Sequence[int] = CLARK_OFFSETS) -> pd.DataFrame:
     """Heads and offsets chosen on the selection half, scored on the held-out half.
 
     Columns: relation; layer, head, direction (chosen on the selection half); selection (its accuracy
     there); heldout (its accuracy on the held-out half), low, high (95 % interval), n (held-out
     dependents); heldout_best (the best head's accuracy when chosen on the held-out half itself: the
-    optimistic number Table 1 reports); offset (chosen on the selection half), baseline (its held-out
-    accuracy). Relations need `min_n` dependents in each half."""
+    optimistic number Table 1 reports); offset (chosen among `offsets` on the selection half), baseline (its
+    held-out accuracy). Relations need `min_n` dependents in each half."""
+    columns = [selection.offsets.index(o) for o in offsets]
     if relations is None:
         counts = pd.concat([selection.relation_counts(), heldout.relation_counts()], axis=1).fillna(0).min(1)
         relations = ["all"] + [r for r, c in counts.sort_values(ascending=False).items() if c >= min_n]
@@ -428,12 +478,49 @@ def heldout_table(selection: HeadScores, heldout: HeadScores, relations: Sequenc
         chosen = head_outcomes(selection, relation, layer, head, direction)
         outcomes = head_outcomes(heldout, relation, layer, head, direction)
         low, high = bootstrap_interval(outcomes, heldout.sentence[heldout.mask(relation)], n_boot, seed)
-        offset_column = int(np.argmax(selection.offset_correct[selection.mask(relation)].mean(0)))
+        offset_column = columns[int(np.argmax(selection.offset_correct[selection.mask(relation)][:, columns].mean(0)))]
         baseline = heldout.offset_correct[heldout.mask(relation), offset_column].mean()
         rows.append((relation, layer, head, direction, chosen.mean(), outcomes.mean(), low, high, len(outcomes),
                      accuracy_grid(heldout, relation).max(), selection.offsets[offset_column], baseline))
     return pd.DataFrame(rows, columns=["relation", "layer", "head", "direction", "selection", "heldout", "low",
                                        "high", "n", "heldout_best", "offset", "baseline"])
+
+
+def scoring_variants(scores: HeadScores, relations: Sequence[str] = ("all", "poss")) -> pd.DataFrame:
+    """Table 1's rows under both scorings (SCORINGS) and both offset ranges (Clark's -3 ... +2 and -3 ... +3):
+    relation, scoring, offsets ("-3..+2"), layer, head, direction (the best head), accuracy, offset,
+    baseline (the best offset's accuracy), n. Accuracies are fractions."""
+    rows = []
+    for relation in relations:
+        for scoring in SCORINGS:
+            scored = scores.with_scoring(scoring)
+            layer, head, direction = best_head(scored, relation)
+            accuracy = head_outcomes(scored, relation, layer, head, direction).mean()
+            for offsets in (CLARK_OFFSETS, OFFSETS):
+                base = offset_baseline(scored, offsets, [relation]).iloc[0]
+                rows.append((relation, scoring, f"{offsets[0]:+d}..{offsets[-1]:+d}", layer, head, direction, accuracy,
+                             int(base["offset"]), base["accuracy"], int(base["n"])))
+    return pd.DataFrame(rows, columns=["relation", "scoring", "offsets", "layer", "head", "direction", "accuracy",
+                                       "offset", "baseline", "n"])
+
+
+def on_subset(scores: HeadScores, keep: np.ndarray, relations: Sequence[str]) -> pd.DataFrame:
+    """Table 1 on every word and on the words where `keep` (bool [N], e.g. where two parsers agree) holds:
+    relation, n, kept (fraction of its words kept), head (label of the best head on every word), accuracy,
+    accuracy_kept (the same head on the kept words), best_kept (the best head on the kept words) and its
+    accuracy, baseline and baseline_kept (the best offset on each). Accuracies are fractions."""
+    kept = scores.where(keep)
+    rows = []
+    for relation in relations:
+        chosen, best = best_head(scores, relation), best_head(kept, relation)
+        rows.append((relation, int(scores.mask(relation).sum()), kept.mask(relation).sum() / scores.mask(relation).sum(),
+                     head_label(*chosen[:2]), head_outcomes(scores, relation, *chosen).mean(),
+                     head_outcomes(kept, relation, *chosen).mean(), head_label(*best[:2]),
+                     head_outcomes(kept, relation, *best).mean(),
+                     offset_baseline(scores, relations=[relation])["accuracy"].iloc[0],
+                     offset_baseline(kept, relations=[relation])["accuracy"].iloc[0]))
+    return pd.DataFrame(rows, columns=["relation", "n", "kept", "head", "accuracy", "accuracy_kept", "best_kept",
+                                       "best_kept_accuracy", "baseline", "baseline_kept"])
 
 
 def _offset_text(accuracy: float, offset: int) -> str:

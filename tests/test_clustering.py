@@ -216,3 +216,97 @@ def test_comparison_says_why_there_is_no_behaviour_test():
     table = compare.clustering(result, n_permutations=10).set_index("quantity")
     row = table.loc["heads of the same behaviour are close"]
     assert row["this run"] == "no test: it needs two behaviours besides 'other', one with two heads"
+
+
+def broad_driven(seed: int = 5):
+    """4 layers x 6 heads, every distance 1 (+- 0.05 noise) but between two 'broad' heads, 0.1: five broad heads
+    in each of layers 1 and 4 (close by construction), one 'prev' head per layer, the rest 'other'. Layers
+    have no structure of their own. -> distances [24, 24], behaviours [24]."""
+    rng = np.random.default_rng(seed)
+    behaviours = np.array(["other"] * 24, dtype=object)
+    behaviours[[0, 1, 2, 3, 4, 18, 19, 20, 21, 22]] = "broad"
+    behaviours[[5, 11, 17, 23]] = "prev"
+    broad = behaviours == "broad"
+    noise = rng.uniform(-0.05, 0.05, size=(24, 24))
+    d = np.where(broad[:, None] & broad[None], 0.1, 1.0) + (noise + noise.T) / 2
+    np.fill_diagonal(d, 0)
+    return d, behaviours
+
+
+def test_a_layer_effect_made_by_broad_heads_vanishes_without_them_and_within_behaviours():
+    d, behaviours = broad_driven()
+    tests = clustering.robustness_tests(d, behaviours, n_layers=4, n_permutations=2000)
+    assert list(tests) == list(clustering.ROBUSTNESS)
+    assert tests["layers"].p_value < 0.01 and tests["layers"].heads == 24  # looks like layers cluster ...
+    assert tests["layers without broad heads"].p_value > 0.1 and tests["layers without broad heads"].heads == 14
+    assert tests["layers within behaviours"].p_value > 0.1 and tests["layers within behaviours"].stratified
+    assert tests["behaviours"].p_value < 0.01  # broad heads are close: true by construction
+    assert tests["behaviours without broad heads"] is None  # 'prev' alone: nothing left to test
+    frame = clustering.tests_frame(tests, rows=2).set_index("test")
+    assert frame.loc["layers", "within"] == pytest.approx(tests["layers"].within / 2)
+    assert np.isnan(frame.loc["behaviours without broad heads", "p"])
+
+
+def test_a_real_layer_effect_survives_stratification():
+    """Every layer's heads sit around the layer's own centre, in both behaviours: the stratified test and the
+    test without broad heads still find the layers."""
+    rng = np.random.default_rng(2)
+    centres = rng.normal(size=(4, 2)) * 5
+    points = np.repeat(centres, 6, axis=0) + rng.normal(size=(24, 2)) * 0.3
+    behaviours = np.tile(["broad", "broad", "other", "other", "other", "prev"], 4)
+    d = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    tests = clustering.robustness_tests(d, behaviours, n_layers=4, n_permutations=2000)
+    for name in ("layers", "layers without broad heads", "layers within behaviours"):
+        assert tests[name].ratio > 3 and tests[name].p_value < 0.01, name
+    again = clustering.layer_test(d, 4, 500, seed=3, strata=behaviours)
+    assert again.p_value == clustering.layer_test(d, 4, 500, seed=3, strata=behaviours).p_value
+    with pytest.raises(ValueError, match="one stratum per head"):
+        clustering.group_test(d, np.repeat(np.arange(4), 6), 10, strata=behaviours[:5])
+    with pytest.raises(ValueError, match="same group and in different groups"):
+        clustering.group_test(d, np.repeat(np.arange(4), 6), 10, strata=np.arange(24))  # no pair in a stratum
+    with pytest.raises(ValueError, match="one bool per head"):
+        clustering.layer_test(d, 4, 10, keep=np.ones(5, dtype=bool))
+
+
+def test_stratified_shuffles_keep_every_layers_behaviour_counts():
+    """Within strata, a shuffle moves layer labels only between heads of the same behaviour: the number of
+    broad heads per layer is that of the data in every shuffle, so their closeness is in the null too."""
+    d, behaviours = broad_driven()
+    plain = clustering.layer_test(d, 4, 2000)
+    stratified = clustering.layer_test(d, 4, 2000, strata=behaviours)
+    assert stratified.null_ratios.mean() > plain.null_ratios.mean()  # the null carries the broad heads' effect
+    assert stratified.within != plain.within  # only pairs of one behaviour are compared
+
+
+def test_broad_overlap_compares_the_two_definitions():
+    heads = pd.DataFrame({"label": ["1-1", "1-2", "2-1", "2-2"], "layer": [1, 1, 2, 2], "head": [1, 2, 1, 2],
+                          "behaviour": ["broad", "broad", "other", "prev"], "entropy": [4.5, 3.9, 3.0, 1.0],
+                          "max_weight": [0.05, 0.2, 0.09, 0.6]})
+    assert clustering.broad_overlap(heads) == {"both": ["1-1"], "entropy only": ["1-2"],
+                                               "largest weight only": ["2-1"]}
+
+
+def test_comparison_shows_the_layer_test_without_broad_heads_and_within_behaviours():
+    d, behaviours = broad_driven()
+    heads = pd.DataFrame({"layer": np.repeat(np.arange(1, 5), 6), "head": np.tile(np.arange(1, 7), 4),
+                          "behaviour": behaviours})
+    result = clustering.ClusterResult(d, 1, heads, [], 4, 6)
+    table = compare.clustering(result, n_permutations=200).set_index("quantity")
+    assert table.loc["heads of the same layer are close", "this run"].endswith("p = 0.0050 (the smallest possible)")
+    assert not table.loc["… without the broad heads", "this run"].endswith("(the smallest possible)")
+    assert "10 broad heads" in table.loc["… without the broad heads", "what differs"]
+    assert "without them: no behaviour has two heads" in table.loc["heads of the same behaviour are close",
+                                                                      "what differs"]
+
+
+def test_the_robustness_figure_has_a_panel_per_test_and_says_which_could_not_run():
+    import matplotlib.pyplot as plt
+
+    from bertlook_utils import figures
+
+    d, behaviours = broad_driven()
+    tests = clustering.robustness_tests(d, behaviours, n_layers=4, n_permutations=100)
+    fig = figures.permutation_tests(tests)  # 5 tests: 2 rows of 3, the sixth panel blank
+    assert len(fig.axes) == 6 and sum(ax.axison for ax in fig.axes) == 4
+    assert any("no test" in t.get_text() for ax in fig.axes for t in ax.texts)
+    plt.close(fig)

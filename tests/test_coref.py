@@ -116,6 +116,40 @@ def test_only_earlier_mention_heads_are_candidates():
     assert coref.choose_by_attention(attn, PASSAGE)[0, 0, 0] == 1  # Mary Lee, the only earlier head it sees
 
 
+def test_unrestricted_readings_score_the_word_the_head_attends_to_most():
+    """Clark et al.'s definition read strictly: the argmax over every earlier word (or every word) must land on
+    an antecedent's head word; the kit's reading only compares the earlier mentions' head words."""
+    attn = oracle_attention(PASSAGE, lambda p, i: p.antecedents(i)[0])
+    m = attn.shape[-1]
+
+    def point(word, weights):  # row of passage word `word` -> {passage word: weight}
+        attn[0, 0, word + 1] = 0
+        for w, a in weights.items():
+            attn[0, 0, word + 1, w + 1] = a
+
+    point(6, {0: 0.5, 1: 0.3, 4: 0.2})     # He: most on "John", not the head word "Smith"
+    point(10, {19: 0.6, 1: 0.3, 4: 0.1})   # Smith: most on a later "Mary", then "Smith"
+    point(16, {15: 0.7, 13: 0.3})          # The lamp: most on its own "The", then the earlier "lamp"
+    point(19, {19: 0.9, 4: 0.1})           # Mary: most on itself, then "Lee"
+    table = coref.mention_table([PASSAGE])  # mentions 2 He, 3 her, 4 Smith, 6 The lamp, 7 Mary
+    words = coref.choose_words_by_attention(attn, PASSAGE)
+    assert words.shape == (5, 1, 2, 2) and words.dtype == np.int16
+    assert list(words[:, 0, 0, 0]) == [0, 4, 1, 13, 4]   # every word before the mention
+    assert list(words[:, 0, 0, 1]) == [0, 4, 19, 15, 4]  # every word but the head word itself
+    mention_heads = coref.is_correct([PASSAGE], table, coref.choose_by_attention(attn, PASSAGE)[:, 0, 0])
+    assert list(mention_heads) == [True] * 5
+    assert list(coref.lands_on_antecedent([PASSAGE], table, words[:, 0, 0, 0])) == [False, True, True, True, True]
+    assert list(coref.lands_on_antecedent([PASSAGE], table, words[:, 0, 0, 1])) == [False, True, False, False, True]
+    assert coref.lands_on_antecedent([PASSAGE], table, words[..., 0]).shape == (5, 1, 2)
+    with pytest.raises(ValueError, match="one word per row"):
+        coref.lands_on_antecedent([PASSAGE], table, words[:3, 0, 0, 0])
+    with pytest.raises(ValueError, match="words of the map"):
+        coref.word_choices(attn[:, :, :5, : m - 1], PASSAGE)
+    assert coref.best_head_label((2, 2), "earlier words") == "best head 2-2 (argmax over earlier words)"
+    with pytest.raises(ValueError, match="reading"):
+        coref.best_head_label((2, 2), "later words")
+
+
 def test_attention_input_is_checked():
     with pytest.raises(ValueError, match="layers, heads"):
         coref.antecedent_attention(np.ones((3, 3)), PASSAGE)
@@ -184,11 +218,22 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
     # the cached second run gives the same choices
     again = coref.analyse(OracleEncoder(passages), passages, n_boot=200, cache_dir=tmp_path, progress=False)
     assert np.array_equal(again.choices, result.choices)
+    # every reading finds the oracle head: its one weight per row is on the nearest antecedent's head word
+    readings = result.readings.set_index("reading")
+    assert list(readings.index) == list(coref.READINGS)
+    assert (readings["label"] == "1-2").all() and (readings["held_out"] == 1).all() and (readings["selection"] == 1).all()
     side = compare.table2(result).set_index("quantity")
-    assert list(side.index) == list(paper.TABLE2["system"])
+    systems = list(paper.TABLE2["system"])
+    assert list(side.index) == systems[:-1] + [systems[-1], "BERT head 5-4, argmax over earlier words"]
     assert side.loc["BERT head 5-4", "paper"].startswith("all 65 · pronoun 64")
     assert side.loc["BERT head 5-4", "this run"].startswith("all 100.0 [100–100]")  # the oracle head
-    assert "pronoun –" in side.loc["neural coref (not comparable)", "paper"]
+    assert side.loc["BERT head 5-4, argmax over earlier words", "this run"].startswith("all 100.0 [100–100]")
+    assert "Wiseman et al. 2015" in paper.TABLE2_NEURAL and "pronoun –" in side.loc[paper.TABLE2_NEURAL, "paper"]
+    assert side.loc[paper.TABLE2_NEURAL, "this run"].startswith("not run")  # the learned row is not its counterpart
+    assert not side.apply(lambda column: column.str.contains("learned")).any().any()
+    learned = compare.coref_learned(result).set_index("system")
+    assert coref.COMBINED in learned.index and learned.loc["best head 1-2", "all"] == "100.0 [100–100]"
+    assert list(compare.coref_readings(result)["best head"]) == ["1-2"] * 3
     assert len(figures.table2(result).axes) == 4
     assert (coref.by_head_word(result, [label])[label] == 1).all()
     by_rank = coref.accuracy_by_rank(result, ["nearest mention"]).set_index("rank")["nearest mention"]
@@ -215,6 +260,8 @@ def test_real_encoder_streaming_equals_one_passage_at_a_time(encoder):
     assert single.shape[:3] == (len(coref.mention_table(passages)), encoder.n_layers, encoder.n_heads)
     assert np.allclose(reducer.weights, single, atol=2e-3)  # float16 storage
     assert np.array_equal(reducer.choices, np.argmax(single, axis=-1))
+    words = np.concatenate([coref.choose_words_by_attention(coref.word_attention(encoder, p), p) for p in passages])
+    assert np.array_equal(reducer.words, words)
 
 
 @pytest.mark.parametrize("from_mode", ["mean", "first", "max"])

@@ -51,6 +51,29 @@ def test_sep_noop_figures():
     rendered(fig)
 
 
+def test_value_norms_figure_marks_the_sink_threshold_and_colours_by_layer():
+    norms = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L),
+                          "sink": rng.random(L * H), "value_ratio": rng.random(L * H) + 0.01,
+                          "output_ratio": [np.nan] + list(rng.random(L * H - 1) + 0.01)})
+    fig = figures.value_norms(norms, threshold=0.4)
+    assert colour_bars(fig) == 1
+    ax = fig.axes[0]
+    assert any(np.allclose(line.get_xdata(), 0.4) for line in ax.lines)
+    assert np.isfinite(ax.collections[0].get_offsets()).all()  # a NaN output ratio falls back to the value ratio
+    rendered(fig)
+
+
+def test_broad_definitions_draws_both_thresholds():
+    broad = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L),
+                          "entropy": rng.random(L * H) * 4 + 1, "max_weight": rng.random(L * H) * 0.5 + 0.01})
+    fig = figures.broad_definitions(broad, max_weight=0.1, entropy_above=3.8)
+    ax = fig.axes[0]
+    assert any(np.allclose(line.get_xdata(), 0.1) for line in ax.lines)
+    assert any(np.allclose(line.get_ydata(), 3.8) for line in ax.lines)
+    assert len(ax.get_legend_handles_labels()[0]) == 2
+    rendered(fig)
+
+
 def test_entropy_by_layer_draws_the_uniform_reference():
     entropy = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L),
                             "entropy": rng.random(L * H) * 4, "cls_entropy": rng.random(L * H) * 4,

@@ -170,9 +170,12 @@ def test_sink_ablation_is_zero_where_attention_cannot_matter(tmp_path):
     grad = gradients.attention_gradients(tiny_encoder(), PAIRS, gradients.PairCosine(), cache_dir=None,
                                          progress=False)
     table = compare.sep_noop(grad, result)
-    assert list(table.columns) == ["quantity", "paper", "this run", "what differs"] and len(table) == 5
+    assert list(table.columns) == ["quantity", "paper", "this run", "what differs"]
+    assert len(table) == 4 + 2 * 2  # gradients and shares; per mode, the layers and the one head
     assert table["this run"].str.len().min() > 0
-    assert table["what differs"].iloc[-1].endswith("largest in layer 2")
+    per_layer = table[table["quantity"].str.endswith("(renormalise), per layer")]
+    assert len(per_layer) == 1 and "largest in layer 2" in per_layer["what differs"].iloc[0]
+    assert table["quantity"].str.contains(r"\(uniform\), head 2-1 alone").sum() == 1
     with pytest.raises(ValueError, match="at least two"):
         gradients.sink_ablation(encoder, PAIRS, batch_size=1, cache_dir=None, progress=False)
     with pytest.raises(ValueError, match="0-based"):
@@ -192,8 +195,82 @@ def test_contrast_ratio_needs_a_measurable_random_change():
     assert contrast["ratio"].iloc[0] == pytest.approx(3.0) and np.isnan(contrast["ratio"].iloc[1])
     grad = gradients.attention_gradients(tiny_encoder(), PAIRS, gradients.PairCosine(), cache_dir=None,
                                          progress=False)
-    row = compare.sep_noop(grad, gradients.AblationResult(frame, 0.5)).iloc[-1]
-    assert (row["this run"], row["what differs"][-18:]) == ("3.0x to 3.0x the change", "largest in layer 1")
+    table = compare.sep_noop(grad, gradients.AblationResult(frame, 0.5))
+    assert len(table) == 5  # only the renormalise mode was run: no uniform row
+    row = table.iloc[-1]
+    assert row["this run"] == "3.0x to 3.0x; includes 1 in layer 1"  # two inputs: a wide interval
+    assert "largest in layer 1" in row["what differs"]
     quiet = frame.assign(pooled_distance=frame["pooled_distance"] * 1e-4)
     row = compare.sep_noop(grad, gradients.AblationResult(quiet, 0.5)).iloc[-1]
     assert row["this run"] == "no measurable change"
+
+
+def test_sep_noop_shows_both_modes_with_where_their_intervals_lie():
+    """Per mode, three layers whose paired differences are clearly positive, around zero and clearly negative,
+    and one head: the table says so for each mode, with the ratio range and the head's interval."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for mode, shift in (("renormalise", 1.0), ("uniform", -1.0)):
+        for scope, layer, head, sink_over_random in (("layer", 1, 0, 3.0), ("layer", 2, 0, 1.0),
+                                                     ("layer", 3, 0, 0.5), ("head", 2, 12, 0.3)):
+            ratio = sink_over_random if shift > 0 else 1 / sink_over_random
+            for i in range(20):
+                random = 1e-3 * (1 + 0.01 * rng.normal())
+                sink = ratio * 1e-3 * (1 + 0.01 * rng.normal()) if ratio != 1 else 1e-3 * (1 + 0.01 * rng.normal())
+                for source, value in (("sink", sink), ("random", random)):
+                    rows.append((scope, layer, head, source, "matched", mode, i, value, value, 0.1))
+    frame = pd.DataFrame(rows, columns=["scope", "layer", "head", *gradients.CONDITION_COLUMNS, "input",
+                                        *gradients.DISTANCES, "moved"])
+    grad = gradients.attention_gradients(tiny_encoder(), PAIRS, gradients.PairCosine(), cache_dir=None,
+                                         progress=False)
+    table = compare.sep_noop(grad, gradients.AblationResult(frame, 0.5)).set_index("quantity")["this run"]
+    name = "moving the sink mass ÷ moving the same mass between ordinary tokens ({}), {}"
+    assert table[name.format("renormalise", "per layer")] == (
+        "0.5x to 3.0x; above 1 in layer 1; includes 1 in layer 2; below 1 in layer 3")
+    assert table[name.format("uniform", "per layer")] == (
+        "0.3x to 2.0x; above 1 in layer 3; includes 1 in layer 2; below 1 in layer 1")
+    assert table[name.format("renormalise", "head 2-12 alone")].startswith("0.3x; difference -0.70 [")
+    assert table[name.format("uniform", "head 2-12 alone")].startswith("3.3x; difference +2.33 [")
+
+
+def test_value_norms_of_constant_values_are_the_bias_and_attention_is_the_models():
+    """With the value weights zeroed every token's value vector is the value bias: per head |v| is the length
+    of the bias's slice for [CLS], [SEP] and other tokens alike (ratio 1), and through the output projection
+    |b_h W_O,h|. The attention columns are the model's own maps, averaged by hand."""
+    encoder = tiny_encoder(3)
+    layer0 = encoder.model.encoder.layer[0]
+    with torch.no_grad():
+        layer0.attention.self.value.weight.zero_()
+        layer0.attention.self.value.bias.copy_(torch.linspace(-1, 2, 16, dtype=torch.float64))
+    norms = gradients.value_norms(encoder, PAIRS, batch_size=1)
+    assert list(norms.columns) == ["layer", "head", "cls", "sep", "sink", "value_cls", "value_sep", "value_other",
+                                   "value_ratio", "output_cls", "output_sep", "output_other", "output_ratio"]
+    bias = layer0.attention.self.value.bias.detach().view(2, 8)
+    w_out = layer0.attention.output.dense.weight.detach()  # [hidden out, hidden in]
+    first = norms[norms["layer"] == 1]
+    for h in range(2):
+        row = first.iloc[h]
+        assert row[["value_cls", "value_sep", "value_other"]].tolist() == pytest.approx([float(bias[h].norm())] * 3)
+        assert row["value_ratio"] == pytest.approx(1.0)
+        written = float((w_out[:, 8 * h:8 * (h + 1)] @ bias[h]).norm())
+        assert row[["output_cls", "output_other"]].tolist() == pytest.approx([written] * 2)
+    second = norms[norms["layer"] == 2]
+    assert not np.allclose(second["value_ratio"], 1.0)  # real value weights there
+    expected = []
+    for pair in PAIRS:
+        batch = one_batch(encoder, [pair])
+        with torch.no_grad():
+            attn = encoder.model(**batch.model_inputs, output_attentions=True).attentions[1][0]  # [H, T, T]
+        expected.append(attn[:, :, batch.is_cls[0]].sum(-1).mean(-1).numpy())
+    np.testing.assert_allclose(second["cls"], np.mean(expected, axis=0), atol=1e-9)
+    np.testing.assert_allclose(norms["sink"], norms["cls"] + norms["sep"], atol=1e-12)
+
+
+def test_value_norm_summary_counts_sink_heads_per_layer():
+    norms = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2], "sink": [0.1, 0.2, 0.6, 0.4],
+                          "value_ratio": [0.5, 0.7, 0.1, 0.2], "output_ratio": [0.4, 0.8, 0.05, np.nan]})
+    summary = gradients.value_norm_summary(norms, threshold=0.3).set_index("layer")
+    assert summary.loc[1, "sink_heads"] == 0 and np.isnan(summary.loc[1, "sink_max"])
+    assert summary.loc[1, "all_median"] == pytest.approx(0.6)
+    assert summary.loc[2, "sink_heads"] == 2
+    assert summary.loc[2, "sink_max"] == pytest.approx(0.2)  # head 2-2 has no output ratio: its value ratio

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bertlook_utils"
 
 LAYERS = {  # bottom up
     "ground": {"conventions", "cache", "models", "intervals", "trees", "intervene", "wordlevel"},
-    "data": {"corpora", "parses", "corefdata", "tasks"},
+    "data": {"corpora", "parses", "corefdata", "tasks", "parsecheck"},
     "engine": {"extract"},
     "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune"},
     "presentation": {"paper", "claims", "assets", "viz", "figures", "compare", "widgets", "views", "talk", "report"},

@@ -23,6 +23,11 @@ def test_conllu_round_trip_keeps_every_field():
     assert text.count("# sent_id = ") == 2
     assert "1\tJohn\t_\tPROPN\tX\t_\t3\tposs\t_\t_" in text.splitlines()
     assert from_conllu(text) == [JOHN, other]
+    spaced = Sentence(("Yes", "!"), (0, 1), ("ROOT", "punct"), ("INTJ", "PUNCT"), ("UH", "."), "B", "B#0",
+                      (False, True))
+    assert "1\tYes\t_\tINTJ\tUH\t_\t0\tROOT\t_\tSpaceAfter=No" in to_conllu([spaced]).splitlines()
+    assert from_conllu(to_conllu([spaced]))[0].space_after == (False, True)
+    assert from_conllu(text)[0].space_after == (True,) * len(JOHN)  # no MISC: a space after every word
 
 
 def test_from_conllu_rejects_multiword_lines():
@@ -82,3 +87,60 @@ def test_parsed_sentences_are_cached_sized_and_in_corpus_order(small_corpus, tmp
 def test_parsed_sentences_says_when_the_corpus_is_too_small(small_corpus):
     with pytest.raises(ValueError, match="only"):
         parses.parsed_sentences(n=500, min_words=5, max_words=6, cache_dir=None, progress=False)
+
+
+# -- the second parser and agreement --------------------------------------------------------------
+def relabelled(s, heads=None, relations=None):
+    return Sentence(s.words, tuple(heads or s.heads), tuple(relations or s.relations), s.pos, s.tags, s.article, s.id)
+
+
+def test_arc_agreement_compares_heads_and_labels_word_by_word():
+    # md moves "'s" under the dog (head wrong), and labels "dog" nsubjpass (head right, label wrong)
+    md = relabelled(JOHN, heads=[3, 3, 4, 0, 4], relations=["poss", "case", "nsubjpass", "ROOT", "punct"])
+    (heads,) = parses.arc_agreement([JOHN], [md])
+    (labelled,) = parses.arc_agreement([JOHN], [md], labels=True)
+    assert heads.dtype == bool and heads.tolist() == [True, False, True, True, True]
+    assert labelled.tolist() == [True, False, False, True, True]
+    assert parses.arc_agreement([JOHN], [JOHN])[0].all()
+
+
+def test_arc_agreement_counts_root_as_a_head():
+    md = relabelled(JOHN, heads=[3, 1, 0, 3, 4], relations=["poss", "case", "ROOT", "ccomp", "punct"])
+    assert parses.arc_agreement([JOHN], [md])[0].tolist() == [True, True, False, False, True]
+
+
+def test_agreement_table_per_relation_with_punctuation_apart():
+    other = sentence(["Dogs", "bark", "."], [2, 0, 2], ["nsubj", "ROOT", "punct"], k=1,
+                     pos=["NOUN", "VERB", "PUNCT"])
+    md_john = relabelled(JOHN, heads=[3, 3, 4, 0, 3], relations=["poss", "case", "dobj", "ROOT", "punct"])
+    md_other = relabelled(other, heads=[2, 0, 1], relations=["nsubj", "ROOT", "punct"])
+    table = parses.agreement_table([JOHN, other], [md_john, md_other]).set_index("relation")
+    assert list(table.index) == ["all", "ROOT", "nsubj", "punct", "case", "poss"]  # by n, then name
+    assert table.loc["all", "n"] == 6  # every word but the two full stops
+    assert table.loc["all", "head_agreement"] == pytest.approx(100 * 5 / 6)  # only "'s" moved
+    assert table.loc["all", "labelled_agreement"] == pytest.approx(100 * 4 / 6)  # and "dog" relabelled
+    assert table.loc["nsubj"].tolist() == [2, 100.0, 50.0]
+    assert table.loc["punct"].tolist() == [2, 0.0, 0.0]
+    assert table.loc["case", "head_agreement"] == 0
+    assert list(parses.agreement_table([JOHN, other], [md_john, md_other], min_count=2)["relation"]) == [
+        "all", "ROOT", "nsubj", "punct"]
+
+
+def test_agreement_needs_the_same_words():
+    with pytest.raises(ValueError, match="other words"):
+        parses.arc_agreement([JOHN], [sentence(["A", "dog", "barked", ".", "!"], [2, 3, 0, 3, 3], ["det"] * 5)])
+    with pytest.raises(ValueError, match="same sentences"):
+        parses.agreement_table([JOHN], [])
+
+
+def test_md_parses_keep_the_words_one_tree_each_and_are_cached(tmp_path):
+    sm = [s for s in parses.parse_texts(["John's dog chased the cat.", "The results, however, were mixed."])]
+    md = parses.md_parses(sm, cache_dir=tmp_path, progress=False)
+    assert [s.words for s in md] == [s.words for s in sm] and [s.id for s in md] == [s.id for s in sm]
+    assert all(s.heads.count(0) == 1 for s in md)
+    assert md[0].relations[:2] == ("poss", "case") and md[0].is_punct[-1]
+    assert len(list(tmp_path.glob("md-parses-*.npz"))) == 1
+    assert parses.md_parses(sm, cache_dir=tmp_path, progress=False) == md
+    # a sentence md would split in two is still one tree: the first word is the only sentence start
+    (forced,) = parses.md_parses(parses.parse_texts(["He left it was late ."]), cache_dir=None, progress=False)
+    assert forced.heads.count(0) == 1 and len(forced) == 6

@@ -296,7 +296,7 @@ def test_run_probes_end_to_end_and_cached(encoder, tmp_path, monkeypatch):
     heldout = [hand_parsed("B", k) for k in range(4)]
     results = probes.run_probes(encoder, selection, heldout, epochs=2, batch_size=4, min_relation=1,
                                 cache_dir=tmp_path, progress=False)
-    assert list(results.table["model"]) == [m[0] for m in probes.MODELS]
+    assert list(results.table["model"]) == [m[0] for m in probes.MODELS] + [probes.ONE_EPOCH]
     assert results.table[["uas_argmax", "uas_mst"]].apply(lambda c: c.between(0, 100)).all().all()
     right = results.table.set_index("model").loc["right-branching", "uas_argmax"]
     assert right == pytest.approx(100 * 3 / 6)  # The -> cat, cat -> sat, the -> mat; "." is not scored
@@ -305,7 +305,7 @@ def test_run_probes_end_to_end_and_cached(encoder, tmp_path, monkeypatch):
     assert {"det", "all"} <= set(results.best_heads["relation"])
     table3 = compare.table3(results)
     assert list(table3["quantity"][:6]) == list(paper.TABLE3["model"])
-    assert table3["quantity"].iloc[-1] == "random-init attention only"  # the row only this run has
+    assert list(table3["quantity"].iloc[-2:]) == ["random-init attention only", probes.ONE_EPOCH]  # only this run
     assert table3.set_index("quantity").loc["right-branching", "this run"].startswith("50.0 (MST ")
     gaps = compare.table3_gaps(results).set_index("quantity")
     assert gaps.loc["attention only - right-branching (UAS points)", "paper"] == "+35.0"
@@ -316,3 +316,115 @@ def test_run_probes_end_to_end_and_cached(encoder, tmp_path, monkeypatch):
                               cache_dir=tmp_path, progress=False)
     pd.testing.assert_frame_equal(again.table, results.table)
     pd.testing.assert_frame_equal(again.predictions, results.predictions)
+
+
+# -- Clark et al.'s distances + words baseline ----------------------------------------------------------
+def test_clark_distance_features_follow_the_released_code():
+    feats = probes.clark_distance_features(torch.tensor([4, 2]), 4)
+    assert feats.shape == (2, 4, 5, probes.N_DISTANCE_FEATURES)
+    first = feats[0]
+    np.testing.assert_array_equal(first[:, 0].numpy(), np.tile([0, 0, 0, 0, 0, 0, 0, 1], (4, 1)))  # ROOT column
+    # word 1 (row 0): candidate word 3 (column 3) is 2 to the right: distance 2/4, indicator "+2"
+    np.testing.assert_allclose(first[0, 3].numpy(), [0.5, 0, 0, 0, 0, 0, 1, 0])
+    # word 4 (row 3): candidate word 3 is 1 to the left: distance 1/4, indicator "-1"; itself: the self indicator
+    np.testing.assert_allclose(first[3, 3].numpy(), [0, 0.25, 0, 1, 0, 0, 0, 0])
+    np.testing.assert_allclose(first[3, 4].numpy(), [0, 0, 1, 0, 0, 0, 0, 0])
+    assert feats[1, 0, 2, 0] == pytest.approx(0.5)  # a 2-word sentence divides by 2
+
+
+def test_clark_mlp_scores_root_the_same_for_every_dependent():
+    probe = probes.make_probe("clark-distances+vectors", 0, 5, seed=1)
+    assert probe.hidden.out_features == 256 and not probe.hidden.bias.any()  # TensorFlow's dense defaults
+    rng = np.random.default_rng(0)
+    sentences = [SimpleNamespace(heads=np.array([2, 0, 2]), is_punct=[False, False, True])]
+    (batch,) = probes.word_batches(sentences, [rng.normal(size=(3, 5)).astype(np.float32)], 1)
+    scores = probe(batch)
+    assert scores.shape == (1, 3, 4)
+    assert torch.allclose(scores[0, :, 0], scores[0, 0, 0].expand(3))  # ROOT: no vectors, a constant score
+    assert not torch.allclose(scores[0, 0, 1:], scores[0, 1, 1:])
+
+
+def test_word_batches_match_make_batches():
+    rng = np.random.default_rng(7)
+    examples = [planted_sentence(rng, n) for n in (5, 3, 8, 4)]
+    vecs = [rng.normal(size=(len(e.heads), 3)).astype(np.float32) for e in examples]
+    for mine, full in zip(probes.word_batches(examples, vecs, 2), probes.make_batches(examples, vecs, 2)):
+        for key in ("vecs", "heads", "scored", "allowed", "lengths", "index"):
+            assert torch.equal(mine[key], full[key]), key
+    singles = probes.single_sentences(probes.make_batches(examples, vecs, 4))
+    assert [b["index"].item() for b in singles] == [1, 3, 0, 2]  # by length
+    for b in singles:
+        n = len(examples[b["index"].item()].heads)
+        assert b["feats"].shape[:3] == (1, n, n + 1) and b["allowed"].shape == (1, n, n + 1)
+
+
+def test_sum_loss_counts_every_word_and_mean_only_the_scored():
+    rng = np.random.default_rng(8)
+    examples = [planted_sentence(rng, 6)]
+    examples[0].is_punct = [False, True, False, False, True, False]
+    (batch,) = probes.make_batches(examples, None, 1)
+    probe = probes.make_probe("attention", L * H, 0)  # zero weights: uniform over the allowed candidates
+    uniform = np.log(6)  # ROOT and the 5 other words
+    assert probes._loss(probe, batch, "sum").item() == pytest.approx(6 * uniform, rel=1e-5)
+    assert probes._loss(probe, batch, "mean").item() == pytest.approx(uniform, rel=1e-5)
+    with pytest.raises(ValueError, match="loss"):
+        probes.train_probe(probe, [batch], epochs=1, loss="max", progress=False)
+
+
+def test_pca_projection_finds_the_main_axis_and_keeps_unknown_words_at_zero():
+    rng = np.random.default_rng(9)
+    along = rng.normal(size=(200, 1)) * np.array([[3.0, 4.0, 0.0]]) / 5 * 10
+    noise = rng.normal(size=(200, 3)) * 0.01
+    vectors = along + noise + np.array([1.0, 1.0, 1.0])
+    mean, axes = probes.pca_projection([vectors[:100], np.vstack([vectors[100:], np.zeros((5, 3))])], 1)
+    np.testing.assert_allclose(np.abs(axes[0]), [0.6, 0.8, 0], atol=1e-2)
+    np.testing.assert_allclose(mean, vectors.mean(0))  # the all-zero rows (no vector) are left out
+    projected = probes.project_vectors(np.vstack([vectors[:3], np.zeros((1, 3))]), (mean, axes))
+    assert projected.shape == (4, 1) and projected[3, 0] == 0
+    np.testing.assert_allclose(projected[:3, 0], (vectors[:3] - mean) @ axes[0], rtol=1e-5)
+    with pytest.raises(ValueError, match="project"):
+        probes.pca_projection([vectors], 4)
+
+
+def test_distance_baselines_end_to_end_and_cached(tmp_path, monkeypatch):
+    selection = [hand_parsed(a, k) for a in "AB" for k in range(3)]
+    heldout = [hand_parsed("C", k) for k in range(2)]
+    settings = (probes.BaselineSetting("small", dim=3, hidden=8), probes.BaselineSetting("half", dim=300, train="half"))
+    found = probes.distance_baselines(selection, heldout, settings, cache_dir=tmp_path, progress=False)
+    table = found.table.set_index("model")
+    assert table.loc["small", "n_train"] == 6 and table.loc["half", "n_train"] == 3
+    assert table[["uas_argmax", "uas_mst"]].apply(lambda c: c.between(0, 100)).all().all()
+    assert list(found.predictions.columns[-2:]) == ["small", "half"] and len(found.predictions) == 14
+    monkeypatch.setattr(probes, "train_probe", lambda *a, **k: pytest.fail("the second call must read the cache"))
+    again = probes.distance_baselines(selection, heldout, settings, cache_dir=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(again.table, found.table)
+
+
+# -- scoring on the arcs two parsers agree on, and the shape of the trees ---------------------------
+def test_subset_uas_splits_by_parser_agreement():
+    from bertlook_utils.parses import Sentence
+
+    one, two = hand_parsed("A", 0), hand_parsed("A", 1)
+    md_one = Sentence(one.words, (2, 3, 0, 3, 6, 3, 3), one.relations, one.pos, one.tags, "A", one.id)  # mat->sat
+    predictions = probes._word_rows([one, two])
+    predictions["right"] = np.concatenate([probes.right_branching(7)] * 2)
+    table = probes.subset_uas(predictions, ["right"], [one, two], [md_one, two]).set_index("model")
+    # right-branching gets The, cat (the two words before their head) and "the" right: 3 of 6 per sentence
+    assert table.loc["right", "all"] == pytest.approx(50.0)
+    assert table.loc["right", "n agreed arcs"] == 11 and table.loc["right", "n disagreed arcs"] == 1
+    assert table.loc["right", "disagreed arcs"] == 0  # "mat": gold 4, right-branching says 7 (".")
+    assert table.loc["right", "agreed arcs"] == pytest.approx(100 * 6 / 11)
+    assert table.loc["right", "n agreed sentences"] == 6 and table.loc["right", "agreed sentences"] == 50.0
+    assert table.loc["right", "against md"] == pytest.approx(50.0)
+    with pytest.raises(ValueError, match="rows"):
+        probes.subset_uas(predictions.iloc[:3], ["right"], [one, two], [md_one, two])
+
+
+def test_offset_shares():
+    sentence = hand_parsed("A", 0)  # heads 2 3 0 3 6 4 3: offsets +1 +1 ROOT -1 +1 -2 -4 (the "." is punct)
+    shares = probes.offset_shares([sentence]).set_index("offset")
+    assert shares.loc["+1", "non-punct"] == pytest.approx(100 * 3 / 6)
+    assert shares.loc["+1", "every word"] == pytest.approx(100 * 3 / 7)
+    assert shares.loc["other", "every word"] == pytest.approx(100 / 7) and shares.loc["other", "non-punct"] == 0
+    assert shares.loc["ROOT", "non-punct"] == pytest.approx(100 / 6)
+    assert shares["every word"].sum() == pytest.approx(100)

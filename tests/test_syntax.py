@@ -96,20 +96,25 @@ def to_dependents(heads):
 
 def test_a_head_attending_from_each_dependent_to_its_gold_head_scores_100_percent():
     examples = [synthetic(t, special={(2, 2): to_gold_head(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
-    table = syntax.head_accuracy(examples).set_index("relation")
+    table = syntax.head_accuracy(syntax.score_examples(examples, scoring="kit")).set_index("relation")
     assert set(table.index) == {"all", "a", "b"}
     for relation in table.index:
         row = table.loc[relation]
         assert (row["layer"], row["head"], row["direction"], row["accuracy"]) == (2, 2, "dep->head", 1.0)
         assert (row["low"], row["high"]) == (1.0, 1.0)
     assert table.loc["all", "n"] == sum(len(t) - 1 for t in TREES)
-    grid = syntax.accuracy_grid(syntax.score_examples(examples))
+    # Clark's scoring counts the roots in "all", where no head can be right: 3 roots among the words
+    clark = syntax.head_accuracy(examples, relations=["all", "a"]).set_index("relation")
+    words = sum(len(t) for t in TREES)
+    assert clark.loc["all", "n"] == words and clark.loc["all", "accuracy"] == pytest.approx((words - 3) / words)
+    assert clark.loc["a", "accuracy"] == 1.0
+    grid = syntax.accuracy_grid(syntax.score_examples(examples, scoring="kit"))
     assert grid[0, 1, 1] == 1 and (np.delete(grid[0].ravel(), 1 * H + 1) < 1).all()
 
 
 def test_a_head_attending_from_heads_to_dependents_is_found_in_the_transposed_direction():
     examples = [synthetic(t, special={(1, 3): to_dependents(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
-    row = syntax.head_accuracy(examples, relations=["all"]).iloc[0]
+    row = syntax.head_accuracy(syntax.score_examples(examples, scoring="kit"), relations=["all"]).iloc[0]
     assert (row["layer"], row["head"], row["direction"], row["accuracy"]) == (1, 3, "head->dep", 1.0)
     scores = syntax.score_examples(examples)
     assert syntax.accuracy_grid(scores)[0, 0, 2] < 1  # read the other way, the same head is not perfect
@@ -120,15 +125,17 @@ def test_offsets_are_exact_on_chain_trees():
     right = [i + 2 for i in range(n - 1)] + [0]  # every word's head is the next word
     left = [0] + [i for i in range(1, n)]  # ... the previous word
     skip = [0, 1] + [i for i in range(1, n - 1)]  # word i's head is word i - 2 (word 2's is word 1)
-    table = syntax.offset_baseline([synthetic(right, k=0)]).set_index("relation")
+    table = syntax.offset_baseline(syntax.score_examples([synthetic(right, k=0)], scoring="kit")).set_index("relation")
     assert (table.loc["all", "offset"], table.loc["all", "accuracy"], table.loc["all", "n"]) == (1, 1.0, n - 1)
+    table = syntax.offset_baseline([synthetic(right, k=0)]).set_index("relation")  # Clark's: the root counts
+    assert (table.loc["all", "offset"], table.loc["all", "accuracy"], table.loc["all", "n"]) == (1, (n - 1) / n, n)
     table = syntax.offset_baseline([synthetic(left, k=1)]).set_index("relation")
-    assert (table.loc["all", "offset"], table.loc["all", "accuracy"]) == (-1, 1.0)
+    assert (table.loc["all", "offset"], table.loc["all", "accuracy"]) == (-1, (n - 1) / n)
     relations = ["ROOT", "b"] + ["a"] * (n - 2)
     table = syntax.offset_baseline([synthetic(skip, relations=relations, k=2)]).set_index("relation")
     assert (table.loc["a", "offset"], table.loc["a", "accuracy"]) == (-2, 1.0)
     assert (table.loc["b", "offset"], table.loc["b", "accuracy"]) == (-1, 1.0)
-    assert table.loc["all", "accuracy"] == pytest.approx((n - 2) / (n - 1))
+    assert table.loc["all", "accuracy"] == pytest.approx((n - 2) / n)
     scores = syntax.score_examples([synthetic(skip, relations=relations, k=2)])
     assert scores.offset_correct[:, syntax.OFFSETS.index(-2)].sum() == n - 2  # offsets past the start never hit
 
@@ -145,16 +152,32 @@ def test_the_possessive_marker_may_stand_for_the_possessor():
     rows = lambda m: [[m - 1], [4], [3], [4], [m - 1], [4], [m - 1]]  # noqa: E731
     with_marker = synthetic(heads, relations, ["John", "'s", "dog", "barked", "."], {(1, 1): rows})
     without = synthetic(heads, relations, ["John", "xs", "dog", "barked", "."], {(1, 1): rows})
-    poss = lambda e: syntax.score_examples([e]).correct[0, 0, 0, 0]  # noqa: E731  (dependent 0 is John)
-    assert poss(with_marker) and not poss(without)
-    dep, gold, alt = syntax.dependents(heads, relations, ["John", "'s", "dog", "barked", "."])
-    assert dep.tolist() == [0, 1, 2, 4] and gold.tolist() == [3, 1, 4, 4] and alt.tolist() == [1, -1, -1, -1]
+    poss = lambda e, scoring: syntax.score_examples([e], scoring=scoring).correct[0, 0, 0, 0]  # noqa: E731  (John)
+    assert poss(with_marker, "clark") and poss(with_marker, "kit") and not poss(without, "clark")
+    markers = syntax.possessive_markers(heads, relations, ["John", "'s", "dog", "barked", "."])
+    assert markers.tolist() == [1, -1, -1, -1, -1]
+
+
+def test_clark_scores_a_possessor_by_its_marker_alone_the_kit_by_either_row():
+    # John 's dog barked . : head 1-1 points John -> dog (right) but "'s" -> barked (wrong)
+    heads, relations = [3, 1, 4, 0, 4], ["poss", "case", "nsubj", "ROOT", "punct"]
+    rows = lambda m: [[m - 1], [3], [4], [4], [m - 1], [4], [m - 1]]  # noqa: E731
+    example = synthetic(heads, relations, ["John", "'s", "dog", "barked", "."], {(1, 1): rows})
+    clark = syntax.score_examples([example])
+    assert not clark.correct[0, 0, 0, 0] and clark.with_scoring("kit").correct[0, 0, 0, 0]
+    # the offsets too: +2 from John is dog, but Clark's baseline guesses from "'s", where +1 is dog
+    column = {o: clark.offsets.index(o) for o in (1, 2)}
+    assert clark.offset_correct[0, column[1]] and not clark.offset_correct[0, column[2]]
+    assert clark.with_scoring("kit").offset_correct[0, [column[1], column[2]]].all()
+    with pytest.raises(ValueError, match="scoring must be one of"):
+        clark.with_scoring("lenient")
 
 
 def test_heldout_table_scores_the_selected_head_on_the_other_half():
     selection = [synthetic(t, special={(1, 1): to_gold_head(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
     heldout = [synthetic(t, special={(2, 3): to_gold_head(t)}, seed=9 + i, k=i) for i, t in enumerate(TREES)]
-    table = syntax.heldout_table(syntax.score_examples(selection), syntax.score_examples(heldout),
+    table = syntax.heldout_table(syntax.score_examples(selection, scoring="kit"),
+                                 syntax.score_examples(heldout, scoring="kit"),
                                  relations=["all"]).iloc[0]
     assert (table["layer"], table["head"], table["selection"], table["heldout_best"]) == (1, 1, 1.0, 1.0)
     assert table["heldout"] < 1 and table["low"] <= table["heldout"] <= table["high"]
@@ -187,7 +210,7 @@ def test_split_scores_follows_the_article_halves():
                           article="AB"[i % 2]) for i, t in enumerate(trees)]
     examples = [synthetic(t, special={(1, 1): to_gold_head(t)} if i % 2 else None, seed=i, k=i)
                 for i, t in enumerate(trees)]
-    selection, heldout = syntax.split_scores(syntax.score_examples(examples), sentences)
+    selection, heldout = syntax.split_scores(syntax.score_examples(examples, scoring="kit"), sentences)
     assert set(selection.sentence) == {0, 2, 4} and set(heldout.sentence) == {1, 3, 5}
     assert syntax.accuracy_grid(heldout)[0, 0, 0] == 1 and syntax.accuracy_grid(selection)[0, 0, 0] < 1
 
@@ -197,7 +220,7 @@ def test_accuracy_frame_and_relation_explorer_draw_every_head_without_stray_figu
 
     examples = [synthetic(t, special={(2, 2): to_gold_head(t), (1, 3): to_dependents(t)}, seed=i, k=i)
                 for i, t in enumerate(TREES)]
-    scores = syntax.score_examples(examples)
+    scores = syntax.score_examples(examples, scoring="kit")
     frame = syntax.accuracy_frame(scores, "all", "best")
     assert len(frame) == L * H and frame.set_index(["layer", "head"]).loc[(2, 2), "accuracy"] == 1
     assert frame.set_index(["layer", "head"]).loc[(1, 3), "accuracy"] == 1  # found only through head->dep
@@ -218,10 +241,35 @@ def test_parsed_attention_needs_only_maps_heads_and_relations():
     full = synthetic(TREES[0], special={(2, 2): to_gold_head(TREES[0])})
     bare = syntax.ParsedAttention(full.word_attn, TREES[0], full.relations)
     assert bare.words == [f"w{i}" for i in range(1, len(TREES[0]) + 1)] and bare.is_punct == [False] * len(TREES[0])
-    table = syntax.head_accuracy([bare], relations=["all"], n_boot=10).iloc[0]
+    table = syntax.head_accuracy(syntax.score_examples([bare], scoring="kit"), relations=["all"], n_boot=10).iloc[0]
     assert (table["layer"], table["head"], table["accuracy"]) == (2, 2, 1.0)
     words = ["The", "cat", ",", "sat", "...", "on", "it", "!"]
     assert syntax.ParsedAttention(full.word_attn, TREES[0], full.relations, words).is_punct == \
         [False, False, True, False, True, False, False, True]
     with pytest.raises(ValueError, match="one entry per word"):
         syntax.ParsedAttention(full.word_attn, TREES[0], full.relations[:-1])
+
+
+def test_scoring_variants_and_where_keep_the_words_asked_for():
+    examples = [synthetic(t, special={(2, 2): to_gold_head(t)}, seed=i, k=i) for i, t in enumerate(TREES)]
+    scores = syntax.score_examples(examples)
+    table = syntax.scoring_variants(scores, relations=["all"]).set_index(["scoring", "offsets"])
+    words = sum(len(t) for t in TREES)
+    assert table.loc[("kit", "-3..+2"), "accuracy"] == 1 and table.loc[("kit", "-3..+2"), "n"] == words - 3
+    assert table.loc[("clark", "-3..+3"), "accuracy"] == pytest.approx((words - 3) / words)
+    assert table.loc[("clark", "-3..+3"), "n"] == words
+    first = scores.where(scores.sentence == 0)
+    assert len(first.relations) == len(TREES[0]) and first.scoring == "clark"
+    with pytest.raises(ValueError, match="one entry per word"):
+        scores.where(np.ones(3, dtype=bool))
+
+
+def test_on_subset_rescores_the_chosen_head_on_the_kept_words():
+    # head 2-2 is right on every word of the first two trees, head 1-1 on the third: keep only the third
+    special = [{(2, 2): to_gold_head(TREES[0])}, {(2, 2): to_gold_head(TREES[1])}, {(1, 1): to_gold_head(TREES[2])}]
+    examples = [synthetic(t, special=sp, seed=i, k=i) for i, (t, sp) in enumerate(zip(TREES, special))]
+    scores = syntax.score_examples(examples, scoring="kit")
+    table = syntax.on_subset(scores, scores.sentence == 2, ["all"]).iloc[0]
+    assert table["head"] == "2-2" and table["best_kept"] == "1-1" and table["best_kept_accuracy"] == 1
+    assert table["kept"] == pytest.approx((len(TREES[2]) - 1) / sum(len(t) - 1 for t in TREES))
+    assert table["accuracy_kept"] < 1 and table["accuracy"] < 1
