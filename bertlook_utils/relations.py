@@ -50,7 +50,7 @@ from .conventions import check_attention, head_frame, head_label
 from .extract import Batch, Reducer, reduce
 from .models import Encoder
 from .parses import Sentence
-from .syntax import _examples, _length_order, _naming_the_sentence, sentences_fingerprint
+from .syntax import HeadScores, _examples, _length_order, _naming_the_sentence, accuracy_frame, sentences_fingerprint
 
 CORE_RELATIONS = ("nsubj", "nsubjpass", "dobj", "pobj", "agent", "ccomp", "xcomp")
 DIRECTIONS = ("pred->arg", "arg->pred")  # the two stored directions; "both" = their maximum
@@ -483,3 +483,35 @@ def score_relations(encoder: Encoder, sentences: Sequence[Sentence], frames: Seq
     real[arrays["frame_ids"]] = arrays["frame_scores"]
     return RelationScores(frames, real, arrays["null_frames"] / len(frames), arrays["null_sentences"] / len(used),
                           direction, seed, null)
+
+
+# -- beside the syntax heads -----------------------------------------------------------------------------
+SYNTAX_RELATIONS = ("nsubj", "dobj", "pobj", "ccomp", "xcomp")  # the proxy's argument relations that Table 1 scores
+
+
+def versus_syntax(scores: RelationScores, head_scores: HeadScores, relations: Sequence[str] = SYNTAX_RELATIONS,
+                  q: float = 99) -> pd.DataFrame:
+    """How the relation-specific heads relate to the syntax heads of `syntax` (notebook 04): one row per
+    dependency relation with relation, syntax_head (the head whose argmax finds that relation's head word most
+    often, either direction), accuracy (its accuracy), its relation score, rank (1 = the top relation head of
+    the 72), above (above its null's q-th percentile), and spearman: the rank correlation over all heads between
+    the relation score and the accuracy for that relation."""
+    from scipy.stats import spearmanr
+
+    table = scores.table(q)
+    if (scores.n_layers, scores.n_heads) != (head_scores.n_layers, head_scores.n_heads):
+        raise ValueError("the relation scores and the syntax scores come from models of different sizes")
+    missing = [r for r in relations if not head_scores.mask(r).any()]
+    if missing:
+        raise ValueError(f"the syntax scores have no dependents of {missing}")
+    rank = {label: k + 1 for k, label in enumerate(table["label"])}
+    by_label = table.set_index("label")
+    rows = []
+    for relation in relations:
+        accuracy = accuracy_frame(head_scores, relation, "best")
+        best = accuracy.loc[accuracy["accuracy"].idxmax()]
+        label = head_label(int(best["layer"]), int(best["head"]))
+        rho = spearmanr(scores.score().ravel(), accuracy["accuracy"].to_numpy()).statistic
+        rows.append((relation, label, float(best["accuracy"]), float(by_label.loc[label, "score"]), rank[label],
+                     bool(by_label.loc[label, "above"]), float(rho)))
+    return pd.DataFrame(rows, columns=["relation", "syntax_head", "accuracy", "score", "rank", "above", "spearman"])

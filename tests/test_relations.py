@@ -302,3 +302,28 @@ def test_the_shifted_null_moves_the_frame_whole():
     real, null = relations.score_sentence(attn, [frame], "arg->pred", n_draws=500, null="shifted")
     assert real[0, 1, 0, 0] == 0  # word 3 does not attend to word 1
     np.testing.assert_array_equal(np.unique(null), [0, 0.25])  # shift +1: word 4 -> word 2 is 0.25
+
+
+# -- beside the syntax heads ------------------------------------------------------------------------------
+def test_versus_syntax_finds_a_head_that_attends_to_each_word_s_syntactic_head():
+    """Head 2-2 sends every word to its syntactic head (dep->head accuracy 1): it is notebook 04's best head
+    for dobj and nsubj, and the top relation head (arguments attend to their verb), with a positive rank
+    correlation; every other head is random."""
+    rng = np.random.default_rng(0)
+    sentences = [CHASED, PASSIVE] * 20
+    maps, examples = [], []
+    for s in sentences:
+        attn = random_maps(rng, len(s))
+        planted = np.full(len(s) + 2, 0.01)
+        for w, h in enumerate(s.heads):
+            row = planted.copy()
+            row[h if h else 0] = 1  # map index of the head word; the root looks at [CLS]
+            attn[PLANTED[0] - 1, PLANTED[1] - 1, w + 1] = row / row.sum()
+        maps.append(attn.astype(np.float32))
+        examples.append(syntax.ParsedAttention(maps[-1], np.array(s.heads), list(s.relations), list(s.words)))
+    scores = relations.score_maps(maps, relations.predicate_arguments(sentences), n_draws=200)
+    table = relations.versus_syntax(scores, syntax.score_examples(examples), relations=("nsubj", "dobj"))
+    assert table["syntax_head"].tolist() == ["2-2", "2-2"] and table["accuracy"].tolist() == [1.0, 1.0]
+    assert table["rank"].tolist() == [1, 1] and (table["spearman"] > 0).all()
+    with pytest.raises(ValueError, match="no dependents"):
+        relations.versus_syntax(scores, syntax.score_examples(examples), relations=("ccomp",))
