@@ -7,7 +7,8 @@ it from an analysis result and the paper's numbers (`paper`, where each is typed
     sep_noop(grad, ablation)   §3.2, Fig 3 (02)                            table1(heads, baseline)   Table 1 (04)
     table2(result)             Table 2 (05), beside coref_readings(result) table3(results), table3_gaps(results)  (06)
                                and coref_learned(result)
-    clustering(result, ...)    §6, Fig 6 (07)                              dark_secrets(...)  Kovaleva et al. (08)
+    clustering(result, ...)    §6, Fig 6 (07)                              dark_secrets_patterns(...)  Kovaleva §4.1, §4.3 (08)
+                                                                           dark_secrets_heads(...)  §4.2, §4.4-4.6 (09)
 
 Numbers are formatted here, rounded as the notebooks print them; the analyses return unrounded data.
 """
@@ -22,10 +23,13 @@ from . import paper
 from .clustering import BEHAVIOUR_NAMES, BEHAVIOURS, ClusterResult, compare as compare_maps
 from .conventions import by_depth, head_label
 from .coref import COLUMNS as MENTION_TYPES, COMBINED, READINGS as COREF_READINGS, CorefResult, best_head_label
+from .disabling import HeldOut
 from .finetune import SCORE_COLUMNS
 from .gradients import MIN_DISTANCE, AblationResult, GradientResult
 from .probes import ProbeResults
+from .relations import RelationScores
 from .surface import BROAD_ENTROPY, SurfaceResult, broad_heads
+from .tokentypes import TYPES as TOKEN_TYPES
 
 COLUMNS = ("quantity", "paper", "this run", "what differs")
 MIDDLE = range(paper.SURFACE["sep_middle_layers"][0], paper.SURFACE["sep_middle_layers"][1] + 1)
@@ -377,36 +381,117 @@ def clustering(result: ClusterResult, second: ClusterResult | None = None, secon
 
 
 # -- Kovaleva et al. --------------------------------------------------------------------------------
-def dark_secrets(classifier_f1: float, n_labels: int, heterogeneous: Mapping[str, float],
-                 similarity: Mapping[str, np.ndarray], summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """Kovaleva et al.'s findings beside this run's, per task.
+def _per_task(values: Mapping[str, str]) -> str:
+    return "; ".join(f"{v} ({task})" for task, v in values.items())
 
-    classifier_f1: cross-validated macro-F1 of the pattern rules on `n_labels` hand-labelled maps (NaN when
-    the labels could not be scored: another model than the one they describe); heterogeneous: task -> share
-    of heterogeneous maps after fine-tuning; similarity: task -> cosine [L, H] of the maps before and after;
-    summary: `finetune.scan_summary`; scores: `finetune.task_scores`."""
+
+def dark_secrets_patterns(cv_table: pd.DataFrame | None, n_labels: int, shares: Mapping[str, pd.DataFrame],
+                          similarity: Mapping[str, np.ndarray], scores: pd.DataFrame) -> pd.DataFrame:
+    """Kovaleva et al. §4.1 and §4.3 beside this run (notebook 08).
+
+    cv_table: per classifier (rows), cross-validated `accuracy`, `macro-F1` and `macro-F1, five kinds`, with a row
+    "labeller, second look (64 maps)" (None when the labels could not be scored: another model than the one they
+    describe); shares: estimate name -> long frame (task, model, kind, share, low, high) of shares over all maps,
+    the first a classifier's, "labels (Wilson 95 %)" the labels'; similarity: task -> cosine [L, H] of the maps
+    before and after fine-tuning; scores: `finetune.task_scores`."""
     ds = paper.DARK_SECRETS
+    tasks = "the kit's tasks, not GLUE"
+    if cv_table is None:
+        agreement = "not measured (the hand labels describe the default model's maps)"
+    else:
+        models = cv_table.drop(index=[i for i in cv_table.index if i.startswith("labeller")])
+        best = models["macro-F1, five kinds"].idxmax()
+        labeller = cv_table.loc[[i for i in cv_table.index if i.startswith("labeller")][0]]
+        agreement = (f"macro-F1 {models.loc[best, 'macro-F1, five kinds']:.2f} ({best}; "
+                     + ", ".join(f"{name} {row['macro-F1, five kinds']:.2f}" for name, row in models.drop(best).iterrows())
+                     + f"), {n_labels} maps, cross-validated; the labeller agrees with himself on "
+                       f"{labeller['accuracy']:.0%}")
 
-    def per_task(values: Mapping[str, str]) -> str:
-        return "; ".join(f"{v} ({task})" for task, v in values.items())
+    def heterogeneous(frame: pd.DataFrame) -> dict[str, str]:
+        """Fine-tuned models' heterogeneous share, broad maps included (the paper's count)."""
+        fine = frame[(frame["model"] == "fine-tuned") & frame["kind"].isin(["heterogeneous", "broad"])]
+        return {task: f"{part['share'].sum():.0%}" for task, part in fine.groupby("task", sort=False)}
 
+    (low, high), name = ds["heterogeneous_share"], next(iter(shares))
     changed = {task: "layers " + ", ".join(str(int(i) + 1) for i in sorted(np.argsort(sim.mean(1))[:2]))
                for task, sim in similarity.items()}
-    gains = {task: f"{100 * row['best gain']:+.1f} points" for task, row in summary.iterrows()}
-    _, frozen, tuned = SCORE_COLUMNS
-    tuning = {task: f"{100 * (row[tuned] - row[frozen]):+.1f} points" for task, row in scores.iterrows()}
-    (low, high), (g_low, g_high) = ds["heterogeneous_share"], ds["head_disabling_gain"]
-    agreement = (f"macro-F1 {classifier_f1:.2f} (rules, {n_labels} maps, cross-validated)"
-                 if np.isfinite(classifier_f1) else "not measured (the hand labels describe the default model's maps)")
-    tasks = "the kit's tasks, not GLUE"
-    return table([
+    _, untrained, _, mean_pooled, tuned = SCORE_COLUMNS
+    gain = 100 * (scores[tuned] - scores[untrained])
+    over_frozen = {task: f"{100 * (row[tuned] - row[mean_pooled]):+.1f} points" for task, row in scores.iterrows()}
+    rows = [
         ("classifier vs hand labels", f"F1 {ds['classifier_f1']:.2f} (CNN, ~{ds['labelled_maps']} maps)", agreement,
-         "transparent rules, not a CNN; the kit's own labels"),
+         "three classifiers (transparent rules, boosted trees, a CNN); the kit's own labels, one labeller"),
         ("heterogeneous share (fine-tuned)", f"{low:.0%} ({ds['heterogeneous_tasks'][0]}) to {high:.0%} "
-         f"({ds['heterogeneous_tasks'][1]})", per_task({t: f"{v:.0%}" for t, v in heterogeneous.items()}), tasks),
-        ("layers changed most by fine-tuning", ds["most_changed_layers"], per_task(changed), tasks),
-        ("best single-head disabling", f"{g_low:+.1f} ({ds['head_disabling_tasks'][0]}) to {g_high:+.1f} "
-         f"({ds['head_disabling_tasks'][1]}) points", per_task(gains), tasks),
-        ("fine-tuned vs frozen pre-trained", f"{ds['finetuned_vs_pretrained_gain']:+.1f} points (average)",
-         per_task(tuning), "here: a linear head on the frozen encoder"),
+         f"({ds['heterogeneous_tasks'][1]})", f"{name}: {_per_task(heterogeneous(shares[name]))}",
+         f"{tasks}; broad maps counted as heterogeneous, as in the paper"),
+    ]
+    if "labels (Wilson 95 %)" in shares:
+        rows.append(("heterogeneous share (fine-tuned), from the labels", "not reported",
+                     _per_task(heterogeneous(shares["labels (Wilson 95 %)"])), "60 random maps per task (30 sentiment)"))
+    rows += [
+        ("fine-tuned vs pre-trained (no task training)", f"{ds['finetuned_vs_pretrained_gain']:+.1f} points (average)",
+         f"{gain.mean():+.1f} points (average); " + _per_task({t: f"{g:+.1f}" for t, g in gain.items()}),
+         f"{tasks}; pre-trained = the encoder with an untrained linear head"),
+        ("fine-tuned vs a frozen encoder (mean-pooled)", "not studied", _per_task(over_frozen),
+         "a linear head trained on the frozen model, read the way it was trained"),
+        ("layers changed most by fine-tuning", ds["most_changed_layers"], _per_task(changed), tasks),
+    ]
+    return table(rows)
+
+
+def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: Mapping[str, pd.DataFrame],
+                       cls_rows: Mapping[str, pd.DataFrame], stripes: pd.DataFrame, held: Mapping[str, HeldOut],
+                       seeds: Mapping[int, HeldOut]) -> pd.DataFrame:
+    """Kovaleva et al. §4.2 and §4.4-4.6 beside this run (notebook 09).
+
+    relation_scores: null -> `relations.RelationScores` of the silver proxy's frames; special: task ->
+    `tokentypes.special_change`; cls_rows: task -> `tokentypes.cls_change` (the last layer); stripes: one row per
+    task, model and threshold with the share of stripes on `special or punct.` and on `linguistic`; held: task ->
+    `disabling.HeldOut` (seed 0); seeds: seed -> `HeldOut` of one task."""
+    ds = paper.DARK_SECRETS
+    tasks = "the kit's tasks, not GLUE"
+
+    def relation(null: str) -> str:
+        table = relation_scores[null].table()
+        above = table[table["above"]]
+        best = f"best {above.iloc[0]['label']} ({above.iloc[0]['score']:.2f})" if len(above) else "none"
+        return f"{null} null: {len(above)} of {len(table)} heads above; {best}"
+
+    sink = {task: f"[CLS] {frame['cls_change'].min():+.2f} in layer {int(frame['cls_change'].idxmin())}, [SEP] at most "
+                  f"{frame['sep_change'].abs().max():.3f}" for task, frame in special.items()}
+    reads = {}
+    for task, frame in cls_rows.items():
+        after = frame.set_index("category").loc[list(TOKEN_TYPES), "after"].drop("other")
+        reads[task] = f"{after.idxmax()} {after.max():.2f}, [SEP] {after['[SEP]']:.2f}"
+    main = stripes[stripes["threshold"] == 0.2]
+    picks = {task: f"{r.picks.loc['best head', 'label']} {100 * r.picks.loc['best head', 'selection']:+.1f} -> "
+                   f"{100 * r.picks.loc['best head', 'evaluation']:+.1f} [{100 * r.picks.loc['best head', 'low']:+.1f}, "
+                   f"{100 * r.picks.loc['best head', 'high']:+.1f}]" for task, r in held.items()}
+    layers = {task: f"{r.picks.loc['best layer', 'label']} {100 * r.picks.loc['best layer', 'evaluation']:+.1f} "
+                    f"[{100 * r.picks.loc['best layer', 'low']:+.1f}, {100 * r.picks.loc['best layer', 'high']:+.1f}]"
+              for task, r in held.items()}
+    over_seeds = [100 * r.picks.loc["best head", "evaluation"] for r in seeds.values()]
+    task = next(iter(seeds.values())).task
+    g_low, g_high = ds["head_disabling_gain"]
+    return table([
+        ("relation-specific heads (§4.2)", f"{ds['framenet_heads_above']} of 144 heads above the 99th percentile "
+         f"(scores {ds['framenet_scores'][0]}, {ds['framenet_scores'][1]}; {ds['framenet_sentences']} FrameNet sentences)",
+         "; ".join(relation(null) for null in relation_scores),
+         "a silver predicate-argument proxy from spaCy's parses, not FrameNet; two nulls"),
+        ("[CLS] and [SEP] after fine-tuning (§4.5)", ds["special_after_finetuning"], _per_task(sink),
+         f"{tasks}; this model's sink is [CLS]"),
+        ("what [CLS] attends to in the last layer (§4.5)", ds["cls_last_layer"], _per_task(reads),
+         f"{tasks}; token types from silver parses"),
+        ("where vertical stripes fall (§4.4)", ds["stripes_from"],
+         f"special tokens or punctuation {100 * main['special or punct.'].min():.0f}-{100 * main['special or punct.'].max():.0f} % "
+         f"of stripes, linguistic types {100 * main['linguistic'].min():.0f}-{100 * main['linguistic'].max():.0f} %",
+         "a stripe: a column with at least 0.2 of every row's attention on average (not the paper's classifier)"),
+        ("best single-head disabling (§4.6)", f"{g_low:+.1f} ({ds['head_disabling_tasks'][0]}) to {g_high:+.1f} "
+         f"({ds['head_disabling_tasks'][1]}) points, every task",
+         "chosen on one half -> scored on the other [95 %]: " + _per_task(picks),
+         "the paper chose and scored on the same inputs; 96 inputs per half"),
+        ("best layer disabling (§4.6)", f"layer 1 on {ds['layer_disabling_task']}: {ds['layer_disabling_gain']:+.1f} points",
+         "held out: " + _per_task(layers), "the paper chose and scored on the same inputs"),
+        ("best head over fine-tuning seeds", "one seed", f"{task}, {len(seeds)} seeds: held-out change "
+         + ", ".join(f"{v:+.1f}" for v in over_seeds) + " points", "the chosen head differs between seeds"),
     ])

@@ -1,21 +1,20 @@
-"""Fine-tune an encoder on the kit's classification tasks (`tasks`), and disable its heads one at a time.
+"""Fine-tune an encoder on the kit's classification tasks (`tasks`), and the baselines that say what it gained.
 
 `finetune(encoder, data)` trains a copy of the encoder plus a linear head on [CLS] (seeded, cached under
 data/cache as a model folder that `load_encoder(folder)` reads, with the head beside it) and returns a
-`FineTuned`. `frozen_baseline` trains the same head on the frozen encoder; `majority_accuracy` is the floor;
-`task_scores` puts the three side by side. `disabling_scan` replaces one head's (or one layer's) attention
-by uniform 1/n over the real tokens (`intervene.uniform_head` inside `intervene.edit_attention`) and
-measures the test accuracy and loss for every head and every layer; `scan_summary` reads the scans.
+`FineTuned`. `task_scores` puts the fine-tuned model's test accuracy beside four baselines (SCORE_COLUMNS):
+the majority class; the pre-trained encoder with an untrained linear head on [CLS] (no task training at all,
+Kovaleva et al.'s "pre-trained" row); and a linear head (logistic regression) trained on the frozen encoder's
+[CLS] state, and on its mean-pooled last-layer states (the pooling the default model was trained with). Both
+frozen features come from one forward pass (`FrozenStates`). Disabling heads is `disabling`.
 
 Every input reaches the model through the engine's padded batches (`extract.batches`), cut to `max_length`
-tokens. Training and the scan cannot be streaming reducers over attention maps (one updates the weights,
-the other runs the model with edited maps); the [CLS] features and the scan are reducers that run the model
-themselves, so they are cached block by block like every pass. Caches are keyed by model, data and the code
-version of this module (and what it imports): any edit here retrains, never a stale model.
+tokens. Training cannot be a streaming reducer (it updates the weights); the frozen features are a reducer
+that runs the model itself, cached block by block like every pass. Caches are keyed by model, data and the
+code version of this module (and what it imports): any edit here retrains, never a stale model.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -29,16 +28,15 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from . import intervene
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path
-from .conventions import head_label
 from .extract import Batch, Reducer, batches, concatenate, reduce
 from .models import Encoder, load_encoder, save_folder
 from .tasks import Example, TaskData
 
 HEAD_FILE = "classifier_head.pt"
 META_FILE = "bertlook_task.json"
-SCORE_COLUMNS = ("majority class", "frozen encoder + linear head", "fine-tuned")
+SCORE_COLUMNS = ("majority class", "untrained head", "frozen [CLS]", "frozen mean-pooled", "fine-tuned")
+UNTRAINED_HEADS = 10  # seeded random heads averaged in the "untrained head" column
 
 
 def majority_accuracy(data: TaskData) -> float:
@@ -63,16 +61,6 @@ def _cls_states(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> torc
     return model(**inputs).last_hidden_state[:, 0]
 
 
-def _logits(model: torch.nn.Module, head: torch.nn.Module, batch: Batch,
-            disable: tuple[int, int | None] | None) -> torch.Tensor:
-    """[B, n_labels] for a batch, with one head (or layer) disabled when `disable` = (layer, head) is given
-    (0-based, head None = the whole layer)."""
-    if disable is None:
-        return head(_cls_states(model, batch.model_inputs))
-    with intervene.edit_attention(model, intervene.uniform_head(*disable, valid=batch.valid)):
-        return head(_cls_states(model, batch.model_inputs))
-
-
 # -- fine-tuning ------------------------------------------------------------------------------------
 @dataclass
 class FineTuned:
@@ -86,17 +74,16 @@ class FineTuned:
     max_length: int
     history: pd.DataFrame  # step, epoch, loss
 
-    def predict(self, examples: Sequence[Example], batch_size: int = 32,
-                disable: tuple[int, int | None] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(logits [N, n_labels], labels [N]). disable = (layer, head), 0-based, head None = the whole layer:
-        that attention is replaced by uniform 1/n over each input's n real tokens (`intervene.uniform_head`)."""
-        model = self.encoder.model.eval()
-        logits = []
+    def predict(self, examples: Sequence[Example], cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(logits [N, n_labels], labels [N]) of the examples, in their order: the head on the fine-tuned
+        encoder's [CLS] states (`frozen_states`), cached when the model is (then its weights key the cache; a
+        model trained with cache_dir=None shares its base model's fingerprint, so it is never cached)."""
+        cache = cache_dir if self.folder is not None else None
+        states = frozen_states(self.encoder, examples, self.max_length, cache, progress, desc=f"{self.task} logits")
         with torch.inference_mode():
-            for batch in batches(self.encoder, [e.item for e in examples], batch_size, attention=False,
-                                 max_tokens=self.max_length):
-                logits.append(_logits(model, self.head, batch, disable))
-        return torch.cat(logits).numpy(), np.array([e.label for e in examples])
+            logits = self.head(torch.from_numpy(states["cls"]))
+        return logits.numpy(), np.array([e.label for e in examples])
 
 
 def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int = 16, lr: float = 1e-4,
@@ -174,7 +161,7 @@ def load_finetuned(folder: Path | str) -> FineTuned:
     return FineTuned(meta["task"], encoder, head.eval(), folder, meta["max_length"], pd.DataFrame(meta["history"]))
 
 
-# -- evaluation -------------------------------------------------------------------------------------
+# -- baselines and evaluation -----------------------------------------------------------------------
 def accuracy_and_loss(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """(accuracy, mean cross-entropy in nats) of logits [N, C] against labels [N]."""
     logits = torch.from_numpy(np.asarray(logits, dtype=np.float32))
@@ -183,141 +170,106 @@ def accuracy_and_loss(logits: np.ndarray, labels: np.ndarray) -> tuple[float, fl
     return float((logits.argmax(1) == targets).float().mean()), float(loss)
 
 
-class ClsStates(Reducer):
-    """The last layer's [CLS] state of every input, `states` float32 [N, hidden] (a forward pass of its own:
-    the engine's pass returns attention maps, not hidden states)."""
+class FrozenStates(Reducer):
+    """The last layer's states of every input, from one forward pass (the engine's pass returns attention
+    maps, not hidden states): `cls` float32 [N, hidden], the first token's ([CLS]) state, and `mean` float32
+    [N, hidden], the mean over the input's real tokens (special tokens included, padding excluded: the
+    pooling sentence-transformers models are trained with)."""
 
-    name = "cls_states"
+    name = "frozen_states"
     needs_attention = False
 
     def __init__(self, model: torch.nn.Module):
         self.model = model
-        self.states: list[torch.Tensor] = []
+        self.parts: dict[str, list[np.ndarray]] = {"cls": [], "mean": []}
 
-    def fresh(self) -> "ClsStates":
-        return ClsStates(self.model)  # shares the model, never copies it
+    def fresh(self) -> "FrozenStates":
+        return FrozenStates(self.model)  # shares the model, never copies it
 
     @torch.inference_mode()
     def update(self, batch: Batch) -> None:
-        self.states.append(_cls_states(self.model.eval(), batch.model_inputs))
+        states = self.model.eval()(**batch.model_inputs).last_hidden_state
+        weights = batch.valid.unsqueeze(-1).to(states.dtype)
+        self.parts["cls"].append(states[:, 0].numpy())
+        self.parts["mean"].append(((states * weights).sum(1) / weights.sum(1)).numpy())
 
     def result(self) -> dict[str, np.ndarray]:
-        return {"states": torch.cat(self.states).numpy()}
+        return {key: np.concatenate(parts) for key, parts in self.parts.items()}
 
     merge = staticmethod(concatenate)
 
     def load(self, result: dict[str, np.ndarray]) -> None:
-        self.states = [torch.from_numpy(result["states"])]
+        self.parts = {key: [result[key]] for key in ("cls", "mean")}
 
 
-def frozen_baseline(encoder: Encoder, data: TaskData, max_length: int = 64, seed: int = 0,
-                    cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> float:
-    """Test accuracy of a linear head (logistic regression) trained on the frozen encoder's [CLS] states."""
+def frozen_states(encoder: Encoder, examples: Sequence[Example], max_length: int = 64,
+                  cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True,
+                  desc: str | None = None) -> dict[str, np.ndarray]:
+    """`FrozenStates` of the examples cut to max_length tokens: {"cls": [N, hidden], "mean": [N, hidden]}."""
+    reducer = FrozenStates(encoder.model)
+    reduce(encoder, [e.item for e in examples], [reducer], batch_size=32, cache_dir=cache_dir, progress=progress,
+           max_tokens=max_length, desc=desc)
+    return reducer.result()
+
+
+def untrained_head(n_features: int, n_labels: int, seed: int) -> torch.nn.Linear:
+    """The linear head `finetune(..., seed=seed)` starts from (PyTorch's default initialisation after
+    torch.manual_seed(seed)); the global random state is left as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.nn.Linear(n_features, n_labels)
+
+
+def untrained_head_accuracies(cls_states: np.ndarray, labels: np.ndarray, n_labels: int,
+                              n_heads: int = UNTRAINED_HEADS) -> np.ndarray:
+    """[n_heads]: the accuracy of `untrained_head(hidden, n_labels, seed)` for seeds 0 .. n_heads - 1 on the
+    [CLS] states [N, hidden] of inputs with `labels` [N]: the model with no task training at all."""
+    if n_heads < 1:
+        raise ValueError(f"n_heads must be at least 1, not {n_heads}")
+    states = torch.from_numpy(np.asarray(cls_states, dtype=np.float32))
+    with torch.inference_mode():
+        predictions = [untrained_head(states.shape[1], n_labels, seed)(states).argmax(1).numpy()
+                       for seed in range(n_heads)]
+    return np.array([float(np.mean(p == np.asarray(labels))) for p in predictions])
+
+
+def probe_accuracy(train: np.ndarray, train_labels: np.ndarray, test: np.ndarray, test_labels: np.ndarray,
+                   seed: int = 0) -> float:
+    """Test accuracy of a linear head (logistic regression, C = 1) fitted on frozen features train [N, D].
+
+    The fit runs on one BLAS thread: its result then does not depend on the machine's thread count, and it is
+    faster (0.03 s instead of 1-9 s on 2 shared cores, where BLAS threads wait for each other)."""
     from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
 
-    features = {}
-    for split in ("train", "test"):
-        reducer = ClsStates(encoder.model)
-        reduce(encoder, [e.item for e in getattr(data, split)], [reducer], batch_size=32, cache_dir=cache_dir,
-               progress=progress, max_tokens=max_length, desc=f"frozen features for {data.name} ({split})")
-        features[split] = reducer.states[0].numpy()
-    classifier = LogisticRegression(max_iter=2000, C=1.0, random_state=seed)
-    classifier.fit(features["train"], [e.label for e in data.train])
-    return float(classifier.score(features["test"], [e.label for e in data.test]))
+    with threadpool_limits(1):
+        classifier = LogisticRegression(max_iter=2000, C=1.0, random_state=seed).fit(train, train_labels)
+        return float(classifier.score(test, test_labels))
 
 
 def task_scores(encoder: Encoder, tasks: Mapping[str, TaskData], tuned: Mapping[str, FineTuned],
                 max_length: int = 64, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
-                progress: bool = True) -> pd.DataFrame:
-    """Test accuracy per task (rows) of the three models in SCORE_COLUMNS: the majority class, a linear head on
-    the frozen `encoder` (`frozen_baseline`) and the fine-tuned model (`tuned[task]`)."""
-    rows = {name: (majority_accuracy(data), frozen_baseline(encoder, data, max_length, seed, cache_dir, progress),
-                   accuracy_and_loss(*tuned[name].predict(data.test))[0]) for name, data in tasks.items()}
-    return pd.DataFrame.from_dict(rows, orient="index", columns=list(SCORE_COLUMNS)).rename_axis("task")
+                progress: bool = True, untrained_heads: int = UNTRAINED_HEADS) -> pd.DataFrame:
+    """Test accuracy per task (rows) in SCORE_COLUMNS:
 
-
-# -- head disabling ---------------------------------------------------------------------------------
-def _runs(n_layers: int, n_heads: int) -> list[tuple[int, int, tuple[int, int | None] | None]]:
-    """(layer, head, what to disable) of every run of the scan: nothing (0, 0), each head (1-indexed; the
-    edit is 0-based), each whole layer (head 0)."""
-    runs = [(0, 0, None)]
-    runs += [(l + 1, h + 1, (l, h)) for l in range(n_layers) for h in range(n_heads)]
-    runs += [(l + 1, 0, (l, None)) for l in range(n_layers)]
-    return runs
-
-
-class DisablingScan(Reducer):
-    """For every input, the logits of every run of the scan (`_runs`): `logits` float32 [N, runs, n_labels]."""
-
-    name = "disabling_scan"
-    needs_attention = False  # it runs the model with edited maps
-
-    def __init__(self, tuned: FineTuned):
-        self.tuned = tuned
-        self.runs = _runs(tuned.encoder.n_layers, tuned.encoder.n_heads)
-        self.logits: list[torch.Tensor] = []
-        self.arrays: dict[str, np.ndarray] = {}
-
-    @property
-    def key(self) -> str:
-        head = hashlib.sha256(self.tuned.head.weight.detach().numpy().tobytes()).hexdigest()[:16]
-        return f"{self.name}-{len(self.runs)}-{head}"
-
-    def fresh(self) -> "DisablingScan":
-        return DisablingScan(self.tuned)  # shares the model, never copies it
-
-    @torch.inference_mode()
-    def update(self, batch: Batch) -> None:
-        model = self.tuned.encoder.model.eval()
-        self.logits.append(torch.stack([_logits(model, self.tuned.head, batch, disable)
-                                        for _, _, disable in self.runs], 1))
-
-    def result(self) -> dict[str, np.ndarray]:
-        return {"logits": torch.cat(self.logits).numpy()}
-
-    merge = staticmethod(concatenate)
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.arrays = result
-
-
-def disabling_scan(tuned: FineTuned, data: TaskData, n_examples: int | None = None, batch_size: int = 64,
-                   cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> pd.DataFrame:
-    """Accuracy and loss on the first `n_examples` test examples (None: all) with each single head disabled,
-    then each whole layer (all its heads).
-
-    One row per run: `layer`, `head` (1-indexed; head 0 = the whole layer; layer 0 = nothing disabled),
-    `accuracy`, `loss`, and `delta_accuracy`, `delta_loss` against nothing disabled. Cached block by block."""
-    examples = data.test[:n_examples]
-    scan = DisablingScan(tuned)
-    reduce(tuned.encoder, [e.item for e in examples], [scan], batch_size=batch_size, cache_dir=cache_dir,
-           progress=progress, max_tokens=tuned.max_length, desc=f"disabling heads ({data.name})")
-    labels = np.array([e.label for e in examples])
-    rows = [(layer, head, *accuracy_and_loss(scan.arrays["logits"][:, r], labels))
-            for r, (layer, head, _) in enumerate(scan.runs)]
-    frame = pd.DataFrame(rows, columns=["layer", "head", "accuracy", "loss"])
-    frame["delta_accuracy"] = frame["accuracy"] - frame["accuracy"].iloc[0]
-    frame["delta_loss"] = frame["loss"] - frame["loss"].iloc[0]
-    return frame
-
-
-def scan_summary(scans: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per task of `disabling_scan` frames: accuracy with nothing disabled; how many single heads
-    raise / lower the accuracy when disabled; the best and the worst head (1-indexed label) and their change;
-    how many heads lower the loss; the layer whose disabling hurts most and its change (changes as fractions)."""
+    - majority class: always the most frequent training label (`majority_accuracy`);
+    - untrained head: the pre-trained `encoder` with a random linear head on [CLS], no task training at all
+      (Kovaleva et al.'s "pre-trained"); the mean over `untrained_heads` seeded heads
+      (`untrained_head_accuracies`);
+    - frozen [CLS] / frozen mean-pooled: a linear head (logistic regression) trained on the frozen encoder's
+      [CLS] state / mean-pooled last-layer states (`FrozenStates`, one cached pass per split);
+    - fine-tuned: `tuned[task]`, the whole encoder and its head trained on the task."""
     rows = {}
-    for name, scan in scans.items():
-        heads = scan[scan["head"] > 0]
-        layers = scan[(scan["head"] == 0) & (scan["layer"] > 0)]
-        best, worst = heads.loc[heads["delta_accuracy"].idxmax()], heads.loc[heads["delta_accuracy"].idxmin()]
-        worst_layer = layers.loc[layers["delta_accuracy"].idxmin()]
-        rows[name] = {"accuracy": scan.iloc[0]["accuracy"],
-                      "heads that help when disabled": int((heads["delta_accuracy"] > 0).sum()),
-                      "heads that hurt": int((heads["delta_accuracy"] < 0).sum()),
-                      "best head": head_label(int(best["layer"]), int(best["head"])),
-                      "best gain": best["delta_accuracy"],
-                      "worst head": head_label(int(worst["layer"]), int(worst["head"])),
-                      "worst loss": worst["delta_accuracy"],
-                      "heads lowering the loss": int((heads["delta_loss"] < 0).sum()),
-                      "worst layer": int(worst_layer["layer"]), "worst layer change": worst_layer["delta_accuracy"]}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("task")
+    for name, data in tasks.items():
+        if name not in tuned:
+            raise ValueError(f"no fine-tuned model for task {name!r}; pass tuned[{name!r}] = finetune(...)")
+        states = {split: frozen_states(encoder, getattr(data, split), max_length, cache_dir, progress,
+                                       desc=f"frozen states for {name} ({split})") for split in ("train", "test")}
+        train_labels = np.array([e.label for e in data.train])
+        test_labels = np.array([e.label for e in data.test])
+        untrained = untrained_head_accuracies(states["test"]["cls"], test_labels, len(data.labels), untrained_heads)
+        probes = [probe_accuracy(states["train"][kind], train_labels, states["test"][kind], test_labels, seed)
+                  for kind in ("cls", "mean")]
+        rows[name] = (majority_accuracy(data), float(untrained.mean()), *probes,
+                      accuracy_and_loss(*tuned[name].predict(data.test, cache_dir, progress))[0])
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(SCORE_COLUMNS)).rename_axis("task")

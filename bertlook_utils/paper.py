@@ -80,7 +80,17 @@ DARK_SECRETS = {
     "most_changed_layers": "the last two",
     "head_disabling_gain": (0.1, 1.2),  # points
     "head_disabling_tasks": ("STS-B", "MRPC"),
-    "finetuned_vs_pretrained_gain": 35.9,  # points, average over tasks
+    "finetuned_vs_pretrained_gain": 35.9,  # points, average over tasks, against pre-trained BERT with no task training
+    "layer_disabling_gain": 3.2,  # points: disabling layer 1 on RTE
+    "layer_disabling_task": "RTE",
+    # §4.2: FrameNet, 473 sentences of <= 12 tokens, frame elements <= 3 tokens; 2 of 144 heads above the 99th percentile
+    "framenet_sentences": 473,
+    "framenet_scores": (0.201, 0.209),
+    "framenet_heads_above": 2,
+    # §4.4 and §4.5
+    "stripes_from": "[CLS] and [SEP] (and punctuation), not nouns, verbs, pronouns, subjects, objects or negation",
+    "cls_last_layer": "[SEP] for most tasks, nouns for some (STS-B, QNLI)",
+    "special_after_finetuning": "attention to [SEP] and [CLS] shifts between layers",
 }
 
 # Vig's BertViz patterns

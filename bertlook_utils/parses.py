@@ -171,6 +171,36 @@ def parse_texts(texts: Sequence[str], article: str = "", batch_size: int = 64) -
     return [_parse(doc, article, k) for k, doc in enumerate(load_parser().pipe(texts, batch_size=batch_size))]
 
 
+def tag_texts(texts: Sequence[str], cache_dir: Path | str | None = DEFAULT_CACHE_DIR, batch_size: int = 64,
+              progress: bool = True) -> list[Sentence]:
+    """Each text, of any number of sentences, tagged and parsed by spaCy as one `Sentence` (one ROOT, head 0,
+    per sentence spaCy finds; id "text#<k>"), in the order given. Whitespace is collapsed to single spaces
+    first, so no word is a space; the words are spaCy's tokens, to be encoded pre-split. Cached as CoNLL-U,
+    keyed by the texts, the package versions and this code."""
+    texts = list(texts)
+    if not texts or not all(isinstance(t, str) for t in texts):
+        raise ValueError("tag_texts needs a non-empty list of strings")
+    blank = [k for k, t in enumerate(texts) if not t.strip()]
+    if blank:
+        raise ValueError(f"texts {blank[:5]} are empty or blank; give at least one word in each")
+    path = None
+    if cache_dir is not None:
+        key = hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode()).hexdigest()
+        path = entry_path(cache_dir, "tags", parser_fingerprint(), key, version=code_version("parses"))
+        cached = load_result(path)
+        if cached is not None:
+            return from_conllu(str(cached["conllu"]))
+    docs = load_parser().pipe((" ".join(t.split()) for t in texts), batch_size=batch_size)
+    tagged = [Sentence(tuple(t.text for t in doc), tuple(0 if t.head.i == t.i else t.head.i + 1 for t in doc),
+                       tuple(t.dep_ for t in doc), tuple(t.pos_ for t in doc), tuple(t.tag_ for t in doc),
+                       "", f"text#{k}", tuple(bool(t.whitespace_) for t in doc))
+              for k, doc in enumerate(tqdm(docs, total=len(texts), desc=f"tagging with {SPACY_MODEL}", unit="text",
+                                           disable=not progress))]
+    if path is not None:
+        save_result(path, {"conllu": np.array(to_conllu(tagged))})
+    return tagged
+
+
 def parsed_sentences(n: int = 2000, seed: int = 0, min_words: int = 5, max_words: int = 60,
                      cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> list[Sentence]:
     """`n` parsed sentences of `min_words`..`max_words` words (spaCy tokens), in corpus order.

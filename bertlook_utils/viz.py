@@ -26,7 +26,7 @@ PALETTE = {
 }
 # Kovaleva et al.'s patterns, in the colours of what makes them: [CLS] stripes, the previous-token diagonal
 PATTERN_COLOURS = {"vertical": PALETTE["cls"], "diagonal": PALETTE["prev"], "vertical+diagonal": PALETTE["punct"],
-                   "block": PALETTE["next"], "heterogeneous": PALETTE["uniform"]}
+                   "block": PALETTE["next"], "heterogeneous": PALETTE["other"], "broad": PALETTE["broad"]}
 LABELS = {
     "cls": "[CLS]", "sep": "[SEP]", "punct": '". ,"', "self": "self", "prev": "previous token",
     "next": "next token", "entropy": "entropy (nats)", "cls_entropy": "[CLS] entropy (nats)",

@@ -171,14 +171,21 @@ def test_clustering_figures():
 def test_dark_secrets_figures():
     tuned = {"topic": SimpleNamespace(history=pd.DataFrame({"step": [1, 2, 3], "loss": [2.0, 1.5, 1.0]}))}
     rendered(figures.finetuning_loss(tuned))
-    labelled = pd.DataFrame({"label": list(patterns.PATTERNS), "stripes": rng.random(5), "diagonal": rng.random(5),
-                             "within": rng.random(5), "entropy": rng.random(5), "is_pair": [True] * 5})
+    k = len(patterns.KINDS)
+    labelled = pd.DataFrame({"label": list(patterns.KINDS), **{f: rng.random(k) for f in patterns.FEATURES}})
     fig = figures.pattern_features(labelled, patterns.THRESHOLDS)
-    assert len(fig.axes[0].collections) == len(patterns.PATTERNS)
-    shares = {("topic", "pre-trained"): pd.DataFrame(rng.dirichlet(np.ones(5), L), columns=list(patterns.PATTERNS),
+    assert len(fig.axes[0].collections) == k
+    confusion = pd.crosstab(pd.Series(["block", "broad"], name="label"), pd.Series(["block", "block"], name="rules"))
+    assert colour_bars(figures.confusions({"rules": confusion, "learned": confusion})) == 2
+    shares = {("topic", "pre-trained"): pd.DataFrame(rng.dirichlet(np.ones(k), L), columns=list(patterns.KINDS),
                                                      index=pd.Index([1, 2], name="layer"))}
     fig = figures.pattern_shares(shares)
-    assert len(fig.axes[0].patches) == L * len(patterns.PATTERNS)
+    assert len(fig.axes[0].patches) == L * k
+    groups = [("topic", "pre-trained"), ("topic", "fine-tuned")]
+    estimate = pd.DataFrame([(t, m, kind, 0.2, 0.1, 0.3) for t, m in groups for kind in patterns.KINDS],
+                            columns=["task", "model", "kind", "share", "low", "high"])
+    fig = figures.pattern_share_estimates({"rules": estimate, "labels": estimate})
+    assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == list(patterns.KINDS)
     similarity = {"topic": 1 - rng.random((L, H)) / 10, "pairs": 1 - rng.random((L, H)) / 5}
     assert colour_bars(figures.map_similarity(similarity)) == 2
     scan = pd.DataFrame([(0, 0, 0.0)] + [(l, h, rng.normal() / 50) for l in (1, 2) for h in range(H + 1)],
@@ -186,6 +193,35 @@ def test_dark_secrets_figures():
     fig = figures.disabling_scan({"topic": scan})
     assert colour_bars(fig) == 1 and len(fig.axes[1].patches) == L  # one bar per layer
     rendered(fig)
+
+
+def test_notebook_09_figures():
+    from conftest import random_row_stochastic
+
+    from bertlook_utils import disabling, relations, tokentypes
+
+    logits = rng.normal(size=(20, 1 + L * H + L, 2)).astype(np.float32)
+    scan = disabling.Scan("topic", disabling.runs(L, H), logits, np.arange(20) % 2)
+    held = disabling.held_out(scan, np.arange(10), np.arange(10, 20))
+    fig = figures.held_out_disabling({"topic": held, "again": held})
+    assert [ax.get_title() for ax in fig.axes] == ["topic", "again"]
+    rendered(fig)
+    maps = [random_row_stochastic(rng, (L, H, 6, 6)) for _ in range(4)]
+    frames = [relations.Frame(k, 0, ((1, 2),), ("dobj",)) for k in range(4)]
+    scores = {null: relations.score_maps(maps, frames, n_draws=100, null=null) for null in relations.NULLS}
+    assert colour_bars(figures.relation_scores(scores)) == 2
+    layers = pd.Index([1, 2], name="layer")
+    change = pd.DataFrame({f"{t}_{q}": rng.random(L) for t in ("cls", "sep") for q in
+                           ("before", "after", "change", "change_low", "change_high")}, index=layers)
+    assert len(figures.special_by_layer({"topic": change, "pairs": change}).axes) == 2
+    types = list(tokentypes.TYPES)
+    cls = pd.DataFrame({"category": types, "before": rng.random(len(types)), "after": rng.random(len(types)),
+                        "change": np.zeros(len(types)), "change_low": -np.ones(len(types)) / 10,
+                        "change_high": np.ones(len(types)) / 10, "base_rate": rng.random(len(types))})
+    assert len(figures.cls_by_type({"topic": cls}, types).axes[0].patches) == 2 * len(types)
+    stripes = pd.DataFrame({"category": types, "share_of_tokens": rng.random(len(types)),
+                            "share_of_stripes": rng.random(len(types))})
+    rendered(figures.stripe_types({"topic": stripes}, types))
 
 
 @pytest.mark.parametrize("kind", ["map", "lines"])

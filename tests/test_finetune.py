@@ -1,13 +1,12 @@
-"""finetune: cached fine-tuning of a copy of a tiny model, baselines, head disabling (exactly the chosen head
-becomes uniform over the real tokens) and the scan's summary."""
+"""finetune: cached, seeded fine-tuning of a copy of a tiny model, and the baselines: the untrained head is the
+head fine-tuning starts from, both frozen features come from one pass, and mean pooling ignores padding."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
-from bertlook_utils import finetune, intervene
+from bertlook_utils import finetune
 from bertlook_utils.extract import batches
 from bertlook_utils.models import load_encoder
 from bertlook_utils.tasks import Example, TaskData
@@ -53,8 +52,17 @@ def test_finetuning_is_seeded_and_cached(tiny_folder, tmp_path):
     assert torch.equal(again.head.weight, tuned.head.weight)
     fresh = finetune.finetune(base, data, epochs=2, batch_size=4, seed=3, cache_dir=None, progress=False)
     assert torch.allclose(fresh.head.weight, tuned.head.weight, atol=1e-6)  # same seed, same training
-    logits, labels = tuned.predict(data.test)
+    logits, labels = tuned.predict(data.test, cache_dir=tmp_path)
     assert logits.shape == (4, 2) and list(labels) == [0, 1, 0, 1]
+    batch = next(batches(tuned.encoder, [e.item for e in data.test], 4, attention=False, max_tokens=tuned.max_length))
+    with torch.inference_mode():
+        expected = tuned.head(tuned.encoder.model(**batch.model_inputs).last_hidden_state[:, 0])
+    np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-5, atol=1e-6)
+    assert np.array_equal(tuned.predict(data.test, cache_dir=tmp_path)[0], logits)  # from the cache
+    cached = set(tmp_path.glob("frozen_states-*"))
+    assert len(cached) == 1
+    np.testing.assert_allclose(fresh.predict(data.test, cache_dir=tmp_path)[0], logits, atol=1e-4)
+    assert set(tmp_path.glob("frozen_states-*")) == cached  # an uncached model has its base's fingerprint: no cache
 
 
 def test_distilbert_fine_tunes_with_its_own_dropout_and_no_segment_ids(tmp_path):
@@ -74,69 +82,75 @@ def test_distilbert_fine_tunes_with_its_own_dropout_and_no_segment_ids(tmp_path)
         finetune._hidden_dropout(PretrainedConfig())
     tuned = finetune.finetune(load_encoder(tmp_path / "distil"), small_task(), epochs=1, batch_size=4, cache_dir=None,
                               progress=False)
-    assert len(tuned.history) == 2 and tuned.predict(small_task().test)[0].shape == (4, 2)
+    assert len(tuned.history) == 2 and tuned.predict(small_task().test, cache_dir=None)[0].shape == (4, 2)
 
 
-def test_disabling_a_head_makes_exactly_it_uniform(tiny_folder):
-    encoder = load_encoder(tiny_folder)
-    batch = next(batches(encoder, [e.item for e in small_task().train[:3]], 3, attention=False, max_tokens=32))
-    inputs = batch.model_inputs  # padded: lengths differ
-    valid = inputs["attention_mask"].bool()
-    with torch.inference_mode():
-        before = encoder.model(**inputs, output_attentions=True).attentions
-    seen = {}
-
-    def disable_and_record(layer, probs):
-        out = intervene.uniform_head(1, 2, valid=valid)(layer, probs)
-        seen[layer] = out
-        return out
-
-    with torch.inference_mode(), intervene.edit_attention(encoder.model, disable_and_record):
-        encoder.model(**inputs)
-    lengths = valid.sum(1)
-    for b in range(3):
-        n = int(lengths[b])
-        assert torch.allclose(seen[1][b, 2, :n, :n], torch.full((n, n), 1.0 / n))
-        assert torch.all(seen[1][b, 2, :, n:] == 0)  # no attention on padding
-    assert torch.allclose(seen[1][:, :2], before[1][:, :2], atol=1e-6)  # the layer's other heads: unchanged
-    assert torch.allclose(seen[0], before[0], atol=1e-6)  # the layer below: unchanged
-    assert not torch.allclose(seen[1][:, 2], before[1][:, 2])
-
-
-def test_disabling_scan_covers_every_head_and_layer(tiny_folder, tmp_path):
+def test_the_untrained_head_is_the_head_fine_tuning_starts_from(tiny_folder):
     data = small_task()
-    tuned = finetune.finetune(load_encoder(tiny_folder), data, epochs=1, batch_size=4, cache_dir=tmp_path,
-                              progress=False)
-    scan = finetune.disabling_scan(tuned, data, cache_dir=None, progress=False)
-    assert len(scan) == 1 + 2 * 3 + 2
-    assert scan.iloc[0][["layer", "head", "delta_accuracy", "delta_loss"]].tolist() == [0, 0, 0, 0]
-    assert set(zip(scan["layer"], scan["head"])) == {(0, 0)} | {(l, h) for l in (1, 2) for h in range(4)}
-    assert np.isfinite(scan["loss"]).all() and (scan["delta_loss"].abs() > 0).any()
+    base = load_encoder(tiny_folder)
+    state = torch.random.get_rng_state()
+    head = finetune.untrained_head(24, 2, seed=5)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global random state is left alone
+    start = finetune.finetune(base, data, epochs=0, seed=5, cache_dir=None, progress=False)
+    assert torch.equal(start.head.weight, head.weight) and torch.equal(start.head.bias, head.bias)
+    assert not torch.equal(finetune.untrained_head(24, 2, seed=6).weight, head.weight)
 
 
-def test_task_scores_and_the_scan_summary(tiny_folder, tmp_path):
+def test_untrained_head_accuracies_are_each_seeded_heads_accuracy():
+    rng = np.random.default_rng(0)
+    states, labels = rng.normal(size=(50, 24)).astype(np.float32), rng.integers(0, 3, 50)
+    found = finetune.untrained_head_accuracies(states, labels, 3, n_heads=4)
+    with torch.inference_mode():
+        expected = [np.mean(finetune.untrained_head(24, 3, s)(torch.from_numpy(states)).argmax(1).numpy() == labels)
+                    for s in range(4)]
+    assert found.tolist() == expected and len(set(expected)) > 1
+    with pytest.raises(ValueError, match="at least 1"):
+        finetune.untrained_head_accuracies(states, labels, 3, n_heads=0)
+
+
+def test_frozen_states_come_from_one_pass_and_mean_pooling_ignores_padding(tiny_folder, tmp_path):
+    encoder = load_encoder(tiny_folder)
+    examples = small_task().train  # 6 texts of 1 to 8 words: padded batches
+    calls = []
+    hook = encoder.model.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        states = finetune.frozen_states(encoder, examples, max_length=32, cache_dir=tmp_path, progress=False)
+    finally:
+        hook.remove()
+    assert len(calls) == 1 and set(states) == {"cls", "mean"}  # one pass (batches of 32) gives both
+    for i, example in enumerate(examples):
+        alone = next(batches(encoder, [example.item], 1, attention=False, max_tokens=32))
+        with torch.inference_mode():
+            hidden = encoder.model(**alone.model_inputs).last_hidden_state[0]  # no padding: every row is real
+        np.testing.assert_allclose(states["cls"][i], hidden[0].numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(states["mean"][i], hidden.mean(0).numpy(), rtol=1e-4, atol=1e-5)
+    cached = finetune.frozen_states(encoder, examples, max_length=32, cache_dir=tmp_path, progress=False)
+    assert all(np.array_equal(cached[k], states[k]) for k in states)
+
+
+def test_a_linear_probe_separates_separable_features():
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 80)
+    features = rng.normal(size=(80, 5)) + 4 * labels[:, None]
+    assert finetune.probe_accuracy(features[:40], labels[:40], features[40:], labels[40:]) == 1.0
+
+
+def test_task_scores_puts_the_baselines_beside_the_fine_tuned_model(tiny_folder, tmp_path):
     data = small_task()
     base = load_encoder(tiny_folder)
     tuned = finetune.finetune(base, data, epochs=1, batch_size=4, cache_dir=tmp_path, progress=False)
     scores = finetune.task_scores(base, {"tiny": data}, {"tiny": tuned}, max_length=32, cache_dir=tmp_path,
-                                  progress=False)
+                                  progress=False, untrained_heads=3)
     assert list(scores.columns) == list(finetune.SCORE_COLUMNS) and list(scores.index) == ["tiny"]
-    assert scores.loc["tiny", "majority class"] == finetune.majority_accuracy(data)
-    assert scores.loc["tiny", "fine-tuned"] == finetune.accuracy_and_loss(*tuned.predict(data.test))[0]
-    assert 0 <= scores.loc["tiny", "frozen encoder + linear head"] <= 1
-
-
-def test_scan_summary_reads_the_best_and_worst_head_and_layer():
-    """A scan of 2 layers x 2 heads with known changes: head 2-1 helps most, 1-2 hurts most, layer 2 hurts."""
-    rows = [(0, 0, 0.5, 1.0), (1, 1, 0.5, 1.0), (1, 2, 0.25, 1.2), (2, 1, 0.75, 0.9), (2, 2, 0.5, 0.95),
-            (1, 0, 0.5, 1.1), (2, 0, 0.0, 2.0)]
-    scan = pd.DataFrame(rows, columns=["layer", "head", "accuracy", "loss"])
-    scan["delta_accuracy"] = scan["accuracy"] - 0.5
-    scan["delta_loss"] = scan["loss"] - 1.0
-    summary = finetune.scan_summary({"task": scan}).loc["task"]
-    assert summary["accuracy"] == 0.5
-    assert (summary["heads that help when disabled"], summary["heads that hurt"]) == (1, 1)
-    assert (summary["best head"], summary["best gain"]) == ("2-1", 0.25)
-    assert (summary["worst head"], summary["worst loss"]) == ("1-2", -0.25)
-    assert summary["heads lowering the loss"] == 2
-    assert (summary["worst layer"], summary["worst layer change"]) == (2, -0.5)
+    row = scores.loc["tiny"]
+    assert row["majority class"] == finetune.majority_accuracy(data)
+    assert row["fine-tuned"] == finetune.accuracy_and_loss(*tuned.predict(data.test, cache_dir=None))[0]
+    test = finetune.frozen_states(base, data.test, 32, tmp_path, progress=False)
+    train = finetune.frozen_states(base, data.train, 32, tmp_path, progress=False)
+    labels = np.array([e.label for e in data.test])
+    assert row["untrained head"] == pytest.approx(finetune.untrained_head_accuracies(test["cls"], labels, 2, 3).mean())
+    train_labels = np.array([e.label for e in data.train])
+    for column, kind in (("frozen [CLS]", "cls"), ("frozen mean-pooled", "mean")):
+        assert row[column] == finetune.probe_accuracy(train[kind], train_labels, test[kind], labels)
+    with pytest.raises(ValueError, match="no fine-tuned model"):
+        finetune.task_scores(base, {"tiny": data}, {}, max_length=32, cache_dir=tmp_path, progress=False)

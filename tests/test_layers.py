@@ -19,8 +19,8 @@ LAYERS = {  # bottom up
     "ground": {"conventions", "cache", "packaged", "models", "intervals", "trees", "intervene", "wordlevel"},
     "data": {"corpora", "parses", "corefdata", "tasks", "parsecheck"},
     "engine": {"extract"},
-    "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune",
-                 "relations"},
+    "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune", "disabling",
+                 "relations", "tokentypes", "patternnet", "patternlearn"},
     "presentation": {"paper", "claims", "assets", "viz", "figures", "compare", "widgets", "views", "talk", "report"},
     "entry points": {"cli", "__init__"},
 }

@@ -144,3 +144,25 @@ def test_md_parses_keep_the_words_one_tree_each_and_are_cached(tmp_path):
     # a sentence md would split in two is still one tree: the first word is the only sentence start
     (forced,) = parses.md_parses(parses.parse_texts(["He left it was late ."]), cache_dir=None, progress=False)
     assert forced.heads.count(0) == 1 and len(forced) == 6
+
+
+def test_tag_texts_keeps_every_sentence_of_a_text_and_is_cached(tmp_path):
+    texts = ["It rained.  Then it\n stopped.", "Nobody came"]
+    tagged = parses.tag_texts(texts, cache_dir=tmp_path, progress=False)
+    rained, nobody = tagged
+    assert rained.words == ("It", "rained", ".", "Then", "it", "stopped", ".")  # no word is a space
+    assert rained.heads.count(0) == 2 and rained.heads[1] == 0 and rained.heads[5] == 0  # one root per sentence
+    assert rained.pos[1] == "VERB" and rained.relations[0] == "nsubj" and rained.is_punct == [
+        False, False, True, False, False, False, True]
+    assert nobody.words == ("Nobody", "came") and nobody.pos[0] == "PRON" and [s.id for s in tagged] == [
+        "text#0", "text#1"]
+    assert len(list(tmp_path.glob("tags-*.npz"))) == 1
+    assert parses.tag_texts(texts, cache_dir=tmp_path, progress=False) == tagged
+    assert len(list(tmp_path.glob("tags-*.npz"))) == 1
+
+
+@pytest.mark.parametrize("texts, match", [([], "non-empty list"), (["a b", "  "], r"texts \[1\] are empty"),
+                                          ([("a", "b")], "non-empty list of strings")])
+def test_tag_texts_refuses_bad_input(texts, match):
+    with pytest.raises(ValueError, match=match):
+        parses.tag_texts(texts, cache_dir=None, progress=False)

@@ -19,7 +19,7 @@ from bertlook_utils.cache import load_result
 from bertlook_utils.clustering import JSDistances
 from bertlook_utils.corpora import wiki_articles
 from bertlook_utils.extract import KeepExamples, Reducer, reduce
-from bertlook_utils.patterns import PatternCounts
+from bertlook_utils.patterns import PatternFeatures
 from bertlook_utils.surface import EntropyStats, TokenStats
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,12 +67,13 @@ def cli(*args: str, cache_dir: Path, model: Path, items: Path, launcher: tuple[s
 
 # -- blocks -------------------------------------------------------------------------------------------
 def test_blocks_of_any_size_give_the_same_results(encoder, segments):
-    one = reduce(encoder, segments[:7], surface_reducers() + [PatternCounts()], cache_dir=None, progress=False)
-    blocks = reduce(encoder, segments[:7], surface_reducers() + [PatternCounts()], cache_dir=None, progress=False,
+    one = reduce(encoder, segments[:7], surface_reducers() + [PatternFeatures()], cache_dir=None, progress=False)
+    blocks = reduce(encoder, segments[:7], surface_reducers() + [PatternFeatures()], cache_dir=None, progress=False,
                     block_size=2, batch_size=2)
     assert_same_results(blocks, one, rtol=1e-6)  # float32 maps; sums only regrouped
     assert [len(r.examples) for r in (blocks[2], one[2])] == [4, 4]
-    np.testing.assert_array_equal(blocks[4].counts, one[4].counts)
+    for name, values in one[4].features.items():
+        np.testing.assert_allclose(blocks[4].features[name], values, rtol=1e-5, atol=1e-6)
     assert blocks[0].count == one[0].count == 7
 
 

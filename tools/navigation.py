@@ -32,7 +32,10 @@ PLAN = {
     "05_coreference": ("Clark et al. 2019 §4.3", "Table 2", "the coreference head against rule baselines"),
     "06_probes": ("Clark et al. 2019 §5", "Table 3", "recovering dependency trees from attention"),
     "07_clustering": ("Clark et al. 2019 §6", "Fig 6", "Jensen–Shannon distances between heads, MDS map"),
-    "08_dark_secrets": ("Kovaleva et al. 2019", "Fig 1–2, §4–5", "pattern taxonomy, fine-tuning, disabling heads"),
+    "08_dark_secrets_patterns": ("Kovaleva et al. 2019 §4.1, §4.3", "Fig 1–2, Table 1",
+                                 "the pattern taxonomy, labelled by eye and classified; what fine-tuning changes"),
+    "09_dark_secrets_heads": ("Kovaleva et al. 2019 §4.2, §4.4–4.6", "§4.2 heads, §4.5, §4.6",
+                              "relation-specific heads (silver proxy), [CLS] and [SEP], vertical stripes, disabling heads"),
 }
 
 
