@@ -4,7 +4,8 @@ Layers, bottom up (a module imports only from its own layer or below; tests/test
 
 - ground: `conventions` (head labels, attention checks, punctuation), `cache` (the on-disk cache), `models`
   (encoders: tokenize, pad, forward), `wordlevel` (token maps -> word maps), `intervene` (edit attention
-  inside the forward pass), `intervals`, `trees`, `packaged` (data files inside installed packages)
+  inside the forward pass), `intervals`, `trees`, `packaged` (data files inside installed packages), `threads`
+  (small computations on one thread)
 - data: `corpora` (Wikipedia segments), `parses` (silver dependency parses), `corefdata` (the coreference
   set), `tasks` (fine-tuning tasks), `parsecheck` (a hand check of the silver parses: precision per Table 1 relation)
 - engine: `extract` (the one batching path, streaming reducers, the block cache)

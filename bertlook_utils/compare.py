@@ -391,8 +391,8 @@ def dark_secrets_patterns(cv_table: pd.DataFrame | None, n_labels: int, shares: 
 
     cv_table: per classifier (rows), cross-validated `accuracy`, `macro-F1` and `macro-F1, five kinds`, with a row
     "labeller, second look (64 maps)" (None when the labels could not be scored: another model than the one they
-    describe); shares: estimate name -> long frame (task, model, kind, share, low, high) of shares over all maps,
-    the first a classifier's, "labels (Wilson 95 %)" the labels'; similarity: task -> cosine [L, H] of the maps
+    describe); shares: estimate name ("rules (...)", "learned (...)", "labels (Wilson 95 %)") -> long frame (task,
+    model, kind, share, low, high) of shares over all maps; similarity: task -> cosine [L, H] of the maps
     before and after fine-tuning; scores: `finetune.task_scores`."""
     ds = paper.DARK_SECRETS
     tasks = "the kit's tasks, not GLUE"
@@ -407,12 +407,16 @@ def dark_secrets_patterns(cv_table: pd.DataFrame | None, n_labels: int, shares: 
                      + f"), {n_labels} maps, cross-validated; the labeller agrees with himself on "
                        f"{labeller['accuracy']:.0%}")
 
+    order = list(dict.fromkeys(next(iter(shares.values()))["task"]))
+
     def heterogeneous(frame: pd.DataFrame) -> dict[str, str]:
         """Fine-tuned models' heterogeneous share, broad maps included (the paper's count)."""
         fine = frame[(frame["model"] == "fine-tuned") & frame["kind"].isin(["heterogeneous", "broad"])]
-        return {task: f"{part['share'].sum():.0%}" for task, part in fine.groupby("task", sort=False)}
+        summed = fine.groupby("task")["share"].sum()
+        return {task: f"{summed[task]:.0%}" for task in order if task in summed}
 
-    (low, high), name = ds["heterogeneous_share"], next(iter(shares))
+    low, high = ds["heterogeneous_share"]
+    classifiers = [name for name in shares if name != "labels (Wilson 95 %)"]
     changed = {task: "layers " + ", ".join(str(int(i) + 1) for i in sorted(np.argsort(sim.mean(1))[:2]))
                for task, sim in similarity.items()}
     _, untrained, _, mean_pooled, tuned = SCORE_COLUMNS
@@ -422,7 +426,8 @@ def dark_secrets_patterns(cv_table: pd.DataFrame | None, n_labels: int, shares: 
         ("classifier vs hand labels", f"F1 {ds['classifier_f1']:.2f} (CNN, ~{ds['labelled_maps']} maps)", agreement,
          "three classifiers (transparent rules, boosted trees, a CNN); the kit's own labels, one labeller"),
         ("heterogeneous share (fine-tuned)", f"{low:.0%} ({ds['heterogeneous_tasks'][0]}) to {high:.0%} "
-         f"({ds['heterogeneous_tasks'][1]})", f"{name}: {_per_task(heterogeneous(shares[name]))}",
+         f"({ds['heterogeneous_tasks'][1]})", "; ".join(f"{name.split(' (')[0]}: {_per_task(heterogeneous(shares[name]))}"
+                                                     for name in classifiers),
          f"{tasks}; broad maps counted as heterogeneous, as in the paper"),
     ]
     if "labels (Wilson 95 %)" in shares:

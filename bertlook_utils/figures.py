@@ -679,7 +679,7 @@ def held_out_disabling(results: Mapping[str, HeldOut]):
     change on the evaluation half when each single head is disabled ("random heads"); for the best and worst head
     and layer chosen on the selection half, the change there (hollow) and on the evaluation half (filled, with
     its 95 % paired interval)."""
-    fig, axes = plt.subplots(1, len(results), figsize=(3.3 * len(results) + 0.5, 3.9), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(results), figsize=(3.9 * len(results) + 1.5, 4.2), sharey=True, squeeze=False)
     colours = {"best head": PALETTE["right"], "worst head": PALETTE["wrong"], "best layer": PALETTE["next"],
                "worst layer": PALETTE["punct"]}
     for ax, (name, result) in zip(axes[0], results.items()):
@@ -693,8 +693,8 @@ def held_out_disabling(results: Mapping[str, HeldOut]):
                                                           [100 * (row["high"] - row["evaluation"])]],
                         fmt="o", color=colours[pick], capsize=3, label="chosen (evaluation half)" if k == 1 else None)
         ax.axhline(0, color="black", lw=0.8)
-        ax.set_xticks(range(len(PICKS) + 1), ["all\nheads"] + [f"{p}\n{result.picks.loc[p, 'label']}" for p in PICKS],
-                      fontsize=8)
+        ax.set_xticks(range(len(PICKS) + 1), ["all\nheads"] + ["{}\n{}\n{}".format(*p.split(), result.picks.loc[p, "label"])
+                                                                for p in PICKS], fontsize=8)
         ax.set(title=name)
     axes[0, 0].set_ylabel("accuracy change when disabled (points)")
     axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))

@@ -32,6 +32,7 @@ from .cache import DEFAULT_CACHE_DIR, code_version, entry_path
 from .extract import Batch, Reducer, batches, concatenate, reduce
 from .models import Encoder, load_encoder, save_folder
 from .tasks import Example, TaskData
+from .threads import one_thread
 
 HEAD_FILE = "classifier_head.pt"
 META_FILE = "bertlook_task.json"
@@ -240,9 +241,8 @@ def probe_accuracy(train: np.ndarray, train_labels: np.ndarray, test: np.ndarray
     The fit runs on one BLAS thread: its result then does not depend on the machine's thread count, and it is
     faster (0.03 s instead of 1-9 s on 2 shared cores, where BLAS threads wait for each other)."""
     from sklearn.linear_model import LogisticRegression
-    from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(1):
+    with one_thread():
         classifier = LogisticRegression(max_iter=2000, C=1.0, random_state=seed).fit(train, train_labels)
         return float(classifier.score(test, test_labels))
 

@@ -14,27 +14,17 @@ classifying 41,000 maps about 1.5 s (one thread: `one_thread`).
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .patterns import EXTRA, FEATURES, KINDS, agreement, check_folds, label_scheme, stratified_folds
+from .patterns import EXTRA, FEATURES, KINDS, agreement, label_scheme, out_of_fold
+from .threads import one_thread
 
 INPUTS = FEATURES + EXTRA
 SETTINGS = {"max_depth": 3, "learning_rate": 0.05, "max_iter": 200}
-
-
-@contextmanager
-def one_thread():
-    """scikit-learn's OpenMP on one thread inside the block: on 2 shared cores its spinning threads made one fit
-    150 times slower (190 s against 1.3 s)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
-        yield
 
 
 def _matrix(features: Mapping[str, np.ndarray] | pd.DataFrame) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -97,16 +87,15 @@ def cross_validate(features: pd.DataFrame, labels: Sequence[str], folds: int = 5
     `fold_of` [N]): a model fitted on the other folds predicts each fold. Returns features' index with `label`,
     `predicted`, `fold` and one probability column per kind (`p_vertical`, ...)."""
     labels = np.asarray(labels, dtype=object)
-    fold_of = check_folds(fold_of, len(labels), folds) if fold_of is not None else stratified_folds(labels, folds, seed)
     scheme = label_scheme(labels)
-    probabilities = np.zeros((len(labels), len(scheme)))
-    for fold in range(folds):
-        train, test = fold_of != fold, fold_of == fold
+
+    def predict_fold(train: np.ndarray, test: np.ndarray) -> np.ndarray:
         model = fit(features[train], labels[train], seed, settings)
-        probabilities[np.ix_(test, [scheme.index(k) for k in model.kinds])] = model.probabilities(features[test])
-    result = pd.DataFrame({"label": labels, "predicted": np.asarray(scheme, dtype=object)[probabilities.argmax(1)],
-                           "fold": fold_of}, index=features.index)
-    return result.join(pd.DataFrame(probabilities, columns=[f"p_{k}" for k in scheme], index=features.index))
+        probabilities = np.zeros((int(test.sum()), len(scheme)))
+        probabilities[:, [scheme.index(k) for k in model.kinds]] = model.probabilities(features[test])
+        return probabilities
+
+    return out_of_fold(labels, predict_fold, folds, seed, fold_of, features.index)
 
 
 def bootstrap(features: pd.DataFrame, labels: Sequence[str], n_boot: int = 20, seed: int = 0,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -38,7 +37,8 @@ from torch.nn import functional as F
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
 from .extract import Batch, Reducer, reduce
 from .models import Encoded, Encoder
-from .patterns import KINDS, check_folds, in_scheme, label_scheme, stratified_folds
+from .patterns import KINDS, in_scheme, label_scheme, out_of_fold
+from .threads import one_thread
 
 GRID = 32
 CHANNELS = ("scaled", "relative", "special", "segment")
@@ -154,18 +154,6 @@ def prototype_grids(per_kind: int, kinds: Sequence[str] = KINDS, seed: int = 0, 
 
 
 # -- the network ----------------------------------------------------------------------------------------
-@contextmanager
-def one_thread():
-    """Run torch on one thread inside the block: these small convolutions gain nothing from more, and threads
-    that spin-wait on busy shared cores made a training run 13 times slower (139 s against 11 s, 2 cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 class PatternNet(nn.Module):
     """[B, C, S, S] images -> [B, n_kinds] logits."""
 
@@ -334,17 +322,12 @@ def cross_validate(grids: np.ndarray, labels: Sequence[str], folds: int = 5, see
     per seed of `seeds` when given, predicts each fold. Returns `label`, `predicted`, `fold` and one probability
     column per kind (`p_vertical`, ...) per map."""
     labels = np.asarray(labels, dtype=object)
-    fold_of = check_folds(fold_of, len(labels), folds) if fold_of is not None else stratified_folds(labels, folds, seed)
-    scheme = label_scheme(labels)
-    probabilities = np.zeros((len(labels), len(scheme)))
-    for fold in range(folds):
-        train_rows, test_rows = fold_of != fold, fold_of == fold
-        net = trained_ensemble(grids[train_rows], labels[train_rows], (seed,) if seeds is None else seeds,
-                               settings, cache_dir)
-        probabilities[test_rows] = net.probabilities(grids[test_rows])
-    result = pd.DataFrame({"label": labels, "predicted": np.asarray(scheme, dtype=object)[probabilities.argmax(1)],
-                           "fold": fold_of})
-    return result.join(pd.DataFrame(probabilities, columns=[f"p_{k}" for k in scheme]))
+
+    def predict_fold(train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        net = trained_ensemble(grids[train], labels[train], (seed,) if seeds is None else seeds, settings, cache_dir)
+        return net.probabilities(grids[test])
+
+    return out_of_fold(labels, predict_fold, folds, seed, fold_of)
 
 
 # -- over many inputs -------------------------------------------------------------------------------------

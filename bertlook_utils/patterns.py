@@ -419,6 +419,24 @@ def cross_validate(features: pd.DataFrame, labels: Sequence[str], folds: int = 5
     return result
 
 
+def out_of_fold(labels: Sequence[str], predict_fold, folds: int = 5, seed: int = 0,
+                fold_of: Sequence[int] | None = None, index=None) -> pd.DataFrame:
+    """Out-of-fold predictions of a probabilistic classifier, with the rules' folds (`stratified_folds(labels,
+    folds, seed)`, or `fold_of` [N]). predict_fold(train, test) (bool masks [N]) fits on the train rows and returns
+    the test rows' probabilities [test, len(scheme)] over `label_scheme(labels)`. Returns `label`, `predicted`,
+    `fold` and one probability column per kind (`p_vertical`, ...), on `index`."""
+    labels = np.asarray(labels, dtype=object)
+    fold_of = check_folds(fold_of, len(labels), folds) if fold_of is not None else stratified_folds(labels, folds, seed)
+    scheme = label_scheme(labels)
+    probabilities = np.zeros((len(labels), len(scheme)))
+    for fold in range(folds):
+        train, test = fold_of != fold, fold_of == fold
+        probabilities[test] = predict_fold(train, test)
+    result = pd.DataFrame({"label": labels, "predicted": np.asarray(scheme, dtype=object)[probabilities.argmax(1)],
+                           "fold": fold_of}, index=index)
+    return result.join(pd.DataFrame(probabilities, columns=[f"p_{k}" for k in scheme], index=result.index))
+
+
 def bootstrap_thresholds(features: pd.DataFrame, labels: Sequence[str], n_boot: int = 100, seed: int = 0,
                          grid: Mapping[str, Sequence[float]] = GRID) -> list[dict[str, float]]:
     """Thresholds refitted on `n_boot` bootstrap resamples of the labelled maps (seeded): how far the fit moves

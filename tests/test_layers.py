@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "bertlook_utils"
 
 LAYERS = {  # bottom up
-    "ground": {"conventions", "cache", "packaged", "models", "intervals", "trees", "intervene", "wordlevel"},
+    "ground": {"conventions", "cache", "packaged", "models", "intervals", "trees", "intervene", "wordlevel", "threads"},
     "data": {"corpora", "parses", "corefdata", "tasks", "parsecheck"},
     "engine": {"extract"},
     "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune", "disabling",

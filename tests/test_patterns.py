@@ -321,7 +321,7 @@ def test_dark_secrets_patterns_comparison_reads_each_finding_off_the_results(lab
     else:
         assert found["classifier vs hand labels"].startswith("not measured (")
         assert "heterogeneous share (fine-tuned), from the labels" not in found
-    assert found["heterogeneous share (fine-tuned)"] == "learned (band: refitted): 42% (topic)"
+    assert found["heterogeneous share (fine-tuned)"] == "learned: 42% (topic)"
     assert found["layers changed most by fine-tuning"] == "layers 2, 3 (topic)"
     assert found["fine-tuned vs pre-trained (no task training)"] == "+63.0 points (average); +63.0 (topic)"
     assert found["fine-tuned vs a frozen encoder (mean-pooled)"] == "+15.0 points (topic)"
