@@ -567,7 +567,6 @@ def pattern_share_estimates(estimates: Mapping[str, pd.DataFrame], kinds: Sequen
     for ax in axes.flat[len(kinds):]:
         ax.set_visible(False)
     axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
-    fig.tight_layout()
     return fig
 
 
