@@ -35,8 +35,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .cache import DEFAULT_CACHE_DIR, code_version, entry_path, load_result, save_result
-from .extract import Batch, Reducer, reduce
-from .models import Encoded, Encoder
+from .extract import Batch
+from .models import Encoded
 from .patterns import KINDS, in_scheme, label_scheme, out_of_fold
 from .threads import one_thread
 
@@ -328,51 +328,3 @@ def cross_validate(grids: np.ndarray, labels: Sequence[str], folds: int = 5, see
         return net.probabilities(grids[test])
 
     return out_of_fold(labels, predict_fold, folds, seed, fold_of)
-
-
-# -- over many inputs -------------------------------------------------------------------------------------
-class NetCounts(Reducer):
-    """How many inputs a trained net puts in each of its kinds, per head: `counts` [L, H, len(kinds)]."""
-
-    name = "patternnet-counts"
-
-    def __init__(self, net: TrainedNet | NetEnsemble):
-        self.net = net
-        self.counts = None
-
-    @property
-    def key(self) -> str:
-        state = self.net.state()
-        digest = hashlib.sha256(str(state["kinds"]).encode())
-        for k in sorted(state):
-            digest.update(k.encode() + np.ascontiguousarray(state[k]).tobytes())
-        return f"{self.name}-{digest.hexdigest()}"
-
-    def update(self, batch: Batch) -> None:
-        images = grid_batch(batch.attn, batch.valid, batch.sinks, batch.segment)  # [B, L, H, C, S, S]
-        B, L, H = images.shape[:3]
-        kinds = self.net.probabilities(images.reshape(B * L * H, *images.shape[3:]).numpy()).argmax(1)
-        counts = np.zeros((L, H, len(self.net.kinds)), dtype=np.int64)
-        np.add.at(counts, (np.tile(np.repeat(np.arange(L), H), B), np.tile(np.arange(H), B * L), kinds), 1)
-        self.counts = counts if self.counts is None else self.counts + counts
-
-    def result(self) -> dict[str, np.ndarray]:
-        return {"counts": self.counts}
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.counts = result["counts"]
-
-    def by_layer(self) -> pd.DataFrame:
-        """Share of each kind per layer (1-indexed rows, the net's kinds as columns, rows sum to 1)."""
-        per_layer = self.counts.sum(1).astype(float)
-        return pd.DataFrame(per_layer / per_layer.sum(1, keepdims=True), columns=list(self.net.kinds),
-                            index=pd.Index(range(1, len(per_layer) + 1), name="layer"))
-
-
-def net_shares(net: TrainedNet | NetEnsemble, encoder: Encoder, items: Sequence, batch_size: int = 32, progress: bool = True,
-               **reduce_options) -> pd.DataFrame:
-    """The share of each kind per layer by the net, over every head on every input; one cached pass
-    (`extract.reduce`). Rows = layers (1-indexed), columns = the net's kinds."""
-    counter = reduce(encoder, list(items), [NetCounts(net)], batch_size=batch_size, progress=progress,
-                     desc=f"pattern net on {encoder.name}", **reduce_options)[0]
-    return counter.by_layer()

@@ -67,8 +67,9 @@ from .models import Encoded, Encoder
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 KINDS = PATTERNS + ("broad",)
 FEATURES = ("stripes", "diagonal", "locality", "entropy")
+# computed beside FEATURES: used by no rule, read by the learned model (`patternlearn`); tools/pattern_sheets.py drew
+# block candidates with `within`
 EXTRA = ("within", "first", "sinks", "near", "spread", "peak", "half_band", "in_unit", "far", "far_local")
-REPORTED = EXTRA  # computed beside FEATURES, used by no rule (tools/pattern_sheets.py drew block candidates with within)
 SENTENCE_ENDS = (".", "?", "!", ";")
 STRIPE_COLUMNS = 3
 SAMPLES = ("random", "targeted")
@@ -452,7 +453,7 @@ def bootstrap_thresholds(features: pd.DataFrame, labels: Sequence[str], n_boot: 
 
 # -- over many inputs -------------------------------------------------------------------------------
 class PatternFeatures(Reducer):
-    """The FEATURES (and REPORTED) of every head's map for every input, to classify later with any thresholds:
+    """The FEATURES (and EXTRA) of every head's map for every input, to classify later with any thresholds:
     `features` name -> [N inputs, L, H]."""
 
     name = "pattern-features"
@@ -473,7 +474,7 @@ class PatternFeatures(Reducer):
         return concatenate(results)
 
     def load(self, result: dict[str, np.ndarray]) -> None:
-        self.features = {k: result[k] for k in FEATURES + REPORTED}
+        self.features = {k: result[k] for k in FEATURES + EXTRA}
 
 
 def head_features(encoder: Encoder, items: Sequence, batch_size: int = 32, progress: bool = True,
@@ -598,7 +599,7 @@ def labelled_maps(labels: pd.DataFrame, encoders: Mapping[str, Encoder], inputs:
 
 def labelled_features(labels: pd.DataFrame, encoders: Mapping[str, Encoder], inputs: Mapping[str, object],
                       batch_size: int = 16, maps: Sequence[Encoded] | None = None) -> pd.DataFrame:
-    """`labels` with the FEATURES and REPORTED columns and `is_pair`, from the regenerated maps (`labelled_maps`, or `maps`
+    """`labels` with the FEATURES and EXTRA columns and `is_pair`, from the regenerated maps (`labelled_maps`, or `maps`
     when given, one per row)."""
     maps = labelled_maps(labels, encoders, inputs, batch_size) if maps is None else maps
     rows = [{**{k: float(v[0, 0]) for k, v in encoded_features(m).items()}, "is_pair": len(set(m.segment_ids)) > 1}

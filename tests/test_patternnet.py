@@ -3,7 +3,6 @@ the cache, and the pass over many maps."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from conftest import column_map, identity_map, make_encoded, next_map, prev_map, segment_ids_for, spread_map, uniform_map
@@ -135,7 +134,6 @@ def test_an_ensemble_averages_its_nets_and_is_counted_like_one(prototype_net):
     np.testing.assert_allclose(ensemble.probabilities(grids), mean, atol=1e-6)
     assert list(ensemble.predict(grids)) == list(np.asarray(patterns.KINDS, dtype=object)[mean.argmax(1)])
     assert ensemble.kinds == patterns.KINDS
-    assert patternnet.NetCounts(ensemble).key != patternnet.NetCounts(prototype_net).key
     with pytest.raises(ValueError, match="at least one seed"):
         patternnet.trained_ensemble(grids, patterns.KINDS[:1] * len(grids), seeds=())
 
@@ -148,20 +146,3 @@ def test_bad_input_is_refused():
         patternnet.train(grids, np.array(["stripy"] * len(grids), dtype=object), settings=FAST)
     with pytest.raises(ValueError, match="one map"):
         patternnet.encoded_grids([make_encoded(SINGLE, np.stack([[uniform_map(N)] * 2]))])
-
-
-def test_the_pass_counts_what_the_net_predicts_for_every_head(prototype_net):
-    encs = [make_encoded(SINGLE, np.stack([[prev_map(N), column_map(N, [0]), uniform_map(N)]])),
-            make_encoded(PAIR, np.stack([[identity_map(N), column_map(N, [0, HALF - 1]), within_segments(PAIR)]]))]
-    counter = patternnet.NetCounts(prototype_net)
-    attn = torch.from_numpy(np.stack([e.attn for e in encs]))
-    counter.update(Batch.build(attn, torch.ones(2, N, dtype=torch.bool), encs, "[CLS]", "[SEP]"))
-    expected = np.zeros((1, 3, len(patterns.KINDS)), dtype=int)
-    for enc in encs:
-        for h in range(3):
-            one = make_encoded(enc.tokens, enc.attn[0, h])
-            kind = prototype_net.predict(patternnet.encoded_grids([one]))[0]
-            expected[0, h, patterns.KINDS.index(kind)] += 1
-    assert np.array_equal(counter.counts, expected)
-    shares = counter.by_layer()
-    assert isinstance(shares, pd.DataFrame) and shares.sum(1).iloc[0] == pytest.approx(1)

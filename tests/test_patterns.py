@@ -155,7 +155,7 @@ def test_the_feature_pass_keeps_every_head_of_every_input_and_ignores_padding():
     assert reducer.features["stripes"].shape == (2, 1, 2)
     for i, enc in enumerate(inputs):
         alone = patterns.encoded_features(enc)
-        for name in patterns.FEATURES + patterns.REPORTED:
+        for name in patterns.FEATURES + patterns.EXTRA:
             np.testing.assert_allclose(reducer.features[name][i], alone[name], atol=1e-6)
     kinds = patterns.classify_features(reducer.features)
     assert kinds.tolist() == [[["diagonal", "vertical"]], [["diagonal", "block"]]]
