@@ -9,6 +9,7 @@ it from an analysis result and the paper's numbers (`paper`, where each is typed
                                and coref_learned(result)
     clustering(result, ...)    §6, Fig 6 (07)                              dark_secrets_patterns(...)  Kovaleva §4.1, §4.3 (08)
                                                                            dark_secrets_heads(...)  §4.2, §4.4-4.6 (09)
+                                                                           beyond_attention(...)  later work (10)
 
 Numbers are formatted here, rounded as the notebooks print them; the analyses return unrounded data.
 """
@@ -26,6 +27,7 @@ from .coref import COLUMNS as MENTION_TYPES, COMBINED, READINGS as COREF_READING
 from .disabling import HeldOut
 from .finetune import SCORE_COLUMNS
 from .gradients import MIN_DISTANCE, AblationResult, GradientResult
+from .norms import NormResult
 from .probes import ProbeResults
 from .relations import RelationScores
 from .surface import BROAD_ENTROPY, SurfaceResult, broad_heads
@@ -499,4 +501,57 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
          "held out: " + _per_task(layers), "the paper chose and scored on the same inputs"),
         ("best head over fine-tuning seeds", "one seed", f"{task}, {len(seeds)} seeds: held-out change "
          + ", ".join(f"{v:+.1f}" for v in over_seeds) + " points", "the chosen head differs between seeds"),
+    ])
+
+
+def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads: pd.DataFrame,
+                     correlations: pd.DataFrame, curves: Mapping[str, pd.DataFrame],
+                     removal: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The later work's findings (in words: `paper.LATER_WORK`) beside this run (notebook 10).
+
+    norm_result: `norms.norm_shares`; sinks: per layer, ("raw" | "effective", "cls" | "sep" | "punct") mean
+    attention; syntax_heads: per relation, ("raw" | "effective", "head" | "accuracy"); correlations:
+    `attribution.correlations`; curves: task -> `importance.pruning_curves`; removal: task ->
+    `importance.pattern_removal`."""
+    later = paper.LATER_WORK
+    table_ = norm_result.by_layer().unstack("category")
+    mixing = norm_result.mixing()
+    full = mixing["norm + residual + LayerNorm"]
+    same = int((syntax_heads[("raw", "head")] == syntax_heads[("effective", "head")]).sum())
+    last = correlations[correlations["layer"] == correlations["layer"].max()].set_index("method")["spearman"]
+    best_raw = correlations[correlations["method"] == "attention"].set_index("layer")["spearman"]
+
+    def at_half(frame: pd.DataFrame) -> str:
+        half = frame[np.isclose(frame["share"], 0.5)]
+        chosen = half[half["order"] == "importance"]["accuracy"].iloc[0]
+        random = half[half["order"] != "importance"]["accuracy"].mean()
+        start = frame[frame["heads"] == 0]["accuracy"].iloc[0]
+        return f"{start:.2f} -> {chosen:.2f} (random {random:.2f})"
+
+    vertical = {task: frame.set_index("kind").loc["vertical"] for task, frame in removal.items()
+                if "vertical" in set(frame["kind"])}
+    return table([
+        (f"weight vs norm ({paper.KOBAYASHI})", later["norms"],
+         f"[CLS] by weight {table_[('by weight', 'cls')].min():.2f}-{table_[('by weight', 'cls')].max():.2f} per layer, "
+         f"by norm {table_[('by norm', 'cls')].min():.3f}-{table_[('by norm', 'cls')].max():.3f}",
+         "this model's sink is [CLS]; Wikipedia segments as Clark et al.'s"),
+        (f"context mixing ({paper.KOBAYASHI_2021})", later["mixing"],
+         f"share from other tokens: by weight {mixing['weight'].min():.2f}-{mixing['weight'].max():.2f}, with residual "
+         f"and LayerNorm {full.min():.2f}-{full.max():.2f}", "their ratio of vector norms, per layer"),
+        (f"effective attention ({paper.BRUNNER})", later["identifiability"],
+         f"[CLS] {sinks[('raw', 'cls')].max():.2f} -> {sinks[('effective', 'cls')].max():.3f} (largest layer mean); "
+         f"{same} of {len(syntax_heads)} relations keep their best syntax head",
+         "32 dimensions per head, so almost every segment is longer than a head"),
+        (f"rollout and flow ({paper.ABNAR})", later["rollout_flow"],
+         f"Spearman with leave-one-out, last layer: attention {last['attention']:.2f}, rollout {last['rollout']:.2f}, "
+         f"flow {last['flow']:.2f}, gradient x input {last['grad_x_input']:.2f}; raw attention best in layer "
+         f"{int(best_raw.idxmax())} ({best_raw.max():.2f})",
+         "a 6-layer sentence encoder fine-tuned for sentiment; leave-one-out removes a word"),
+        (f"pruning by importance ({paper.MICHEL}; {paper.BUDHRAJA})", f"{later['pruning']}; {later['random_pruning']}",
+         "half the heads removed: " + _per_task({task: at_half(frame) for task, frame in curves.items()}),
+         "importance on one half of the test inputs, accuracy on the other"),
+        ("removing one pattern's heads (Kovaleva patterns)", "not in the papers",
+         "every vertical head: " + _per_task({task: f"{v['accuracy']:.2f} vs random {v['random low']:.2f}-"
+                                                    f"{v['random high']:.2f}" for task, v in vertical.items()}),
+         "patterns by the kit's rules on the fine-tuned models"),
     ])

@@ -43,7 +43,8 @@ class Batch:
     padding); lengths: long [B]; attn: float32 [B, L, H, T, T], or None when the pass runs no forward pass
     (columns beyond an input's length are exactly 0, the padding mask underflows to 0 in the softmax; rows
     beyond it are meaningless); model_inputs: what the model reads (`Encoder.pad`), None for maps given
-    without a model; start: index of inputs[0] among all the inputs of the pass."""
+    without a model; start: index of inputs[0] among all the inputs of the pass; signed: the maps may hold
+    negative weights (`Encoder.signed_attention`)."""
 
     attn: torch.Tensor | None
     valid: torch.Tensor
@@ -57,6 +58,7 @@ class Batch:
     sep_token: str
     start: int = 0
     model_inputs: dict[str, torch.Tensor] | None = None
+    signed: bool = False
 
     @property
     def sinks(self) -> torch.Tensor:
@@ -70,7 +72,7 @@ class Batch:
 
     @classmethod
     def build(cls, attn: torch.Tensor | None, valid: torch.Tensor, inputs: Sequence, cls_token: str, sep_token: str,
-              start: int = 0, model_inputs: dict[str, torch.Tensor] | None = None) -> "Batch":
+              start: int = 0, model_inputs: dict[str, torch.Tensor] | None = None, signed: bool = False) -> "Batch":
         width = valid.shape[1]
 
         def padded(rows, fill) -> torch.Tensor:  # one list per input -> [B, T]
@@ -81,7 +83,7 @@ class Batch:
                    padded(([t == sep_token for t in ts] for ts in tokens), False),
                    padded(([is_punctuation(t) for t in ts] for ts in tokens), False),
                    padded((x.segment_ids for x in inputs), 0), valid.sum(1), inputs, cls_token, sep_token, start,
-                   model_inputs)
+                   model_inputs, signed)
 
     @classmethod
     def from_encoded(cls, enc: Encoded) -> "Batch":
@@ -102,7 +104,7 @@ def batches(encoder: Encoder, items: Sequence, batch_size: int = 32, attention: 
     edits, use `model_inputs`); max_tokens cuts each input (`Encoder.prepare`); start numbers the first input."""
     for prepared, inputs, attn in encoder.batches(map(_as_item, items), batch_size, attention, max_tokens):
         yield Batch.build(attn, inputs["attention_mask"].bool(), prepared, encoder.cls_token, encoder.sep_token,
-                          start, inputs)
+                          start, inputs, encoder.signed_attention)
         start += len(prepared)
 
 

@@ -87,7 +87,8 @@ class Encoder:
     """A loaded encoder: `model` (eager attention, eval mode), `tokenizer` (fast), and its geometry.
 
     fingerprint: sha256 of its weights (the model part of every cache key); folder: where it was loaded from
-    (None for a model built in memory)."""
+    (None for a model built in memory); signed_attention: its maps may hold negative weights and rows that do not
+    sum to 1 (effective attention, see `identifiability`)."""
 
     name: str
     model: torch.nn.Module
@@ -95,6 +96,7 @@ class Encoder:
     fingerprint: str
     max_tokens: int
     folder: Path | None = None
+    signed_attention: bool = False
     n_layers: int = field(init=False)
     n_heads: int = field(init=False)
 
@@ -118,7 +120,7 @@ class Encoder:
     def copy(self) -> "Encoder":
         """A copy with its own weights (same tokenizer and fingerprint): for training without touching `model`."""
         return Encoder(self.name, copy.deepcopy(self.model), self.tokenizer, self.fingerprint, self.max_tokens,
-                       self.folder)
+                       self.folder, self.signed_attention)
 
     def prepare(self, a: Text, b: Text | None = None, max_tokens: int | None = None) -> Prepared:
         """Tokenize one input (a string or a list of pre-split words, optionally a pair) and align words.

@@ -110,3 +110,25 @@ CLUSTERING = {
     "behaviour_clusters": ("broad", "next token", "previous token", "[CLS]", "[SEP]", "punctuation"),
     "thresholds": "broad: entropy > 3.8 nats; prev/next: > 0.5; [CLS]/[SEP]/punctuation: > 0.6",
 }
+
+# Later work taught next to the two papers (notebook 10). Their findings in words, as the papers state them; no
+# number of theirs is typed here, because none was checked against the papers themselves (see shared/PAPERS.md).
+KOBAYASHI = "Kobayashi et al. 2020"
+KOBAYASHI_2021 = "Kobayashi et al. 2021"
+BRUNNER = "Brunner et al. 2020"
+ABNAR = "Abnar & Zuidema 2020"
+MICHEL = "Michel et al. 2019"
+BUDHRAJA = "Budhraja et al. 2020"
+LATER_WORK = {
+    "norms": "[CLS], [SEP] and punctuation get large weights but small norms: BERT pays poor attention to "
+             "special tokens",
+    "mixing": "with the residual and LayerNorm, token-to-token mixing matters less than the weights suggest; the "
+              "residual dominates",
+    "identifiability": "for inputs longer than the head dimension the weights are not identifiable; effective "
+                       "attention drops the part in the values' left null space",
+    "rollout_flow": "rollout and flow correlate better than raw attention with blank-out (leave-one-out) and input "
+                    "gradients; raw attention's correlation collapses in upper layers",
+    "pruning": "a large percentage of heads can be removed at test time without significantly impacting "
+               "performance; some layers can be reduced to one head",
+    "random_pruning": "a large fraction of heads can be pruned at random with limited effect",
+}

@@ -43,7 +43,8 @@ class ParsedAttention:
     sum to 1; heads: int [m-2] (0 = ROOT, i = the i-th word, 1-based); relations: [m-2]; words: [m-2]
     (optional: "w1", "w2", ... when not given, so the possessive rule finds no marker); is_punct: [m-2]
     (optional: from the words, a word made of punctuation characters; all False without words);
-    id: the sentence's id."""
+    id: the sentence's id; signed: word_attn may hold negative weights and rows that do not sum to 1
+    (effective attention), so only finiteness is checked."""
 
     word_attn: np.ndarray
     heads: np.ndarray
@@ -51,6 +52,7 @@ class ParsedAttention:
     words: list[str] | None = None
     is_punct: list[bool] | None = None
     id: str = ""
+    signed: bool = False
 
     def __post_init__(self):
         n_words = len(np.asarray(self.heads).reshape(-1))
@@ -77,7 +79,10 @@ class ParsedAttention:
             raise ValueError(f"sentence {self.id!r}: heads must be 0 (ROOT) or a 1-based word index up to {n}, "
                              f"got values from {self.heads.min()} to {self.heads.max()}")
         try:
-            check_attention(self.word_attn)
+            if not self.signed:
+                check_attention(self.word_attn)
+            elif not np.all(np.isfinite(self.word_attn)):
+                raise ValueError("attention contains NaN or infinite values")
         except ValueError as error:
             raise ValueError(f"sentence {self.id!r}: word_attn is not word-level attention: {error}") from None
 
@@ -92,8 +97,9 @@ def _examples(batch: Batch, sentences: Sequence[Sentence], from_mode: str) -> It
         if list(x.words[1:-1]) != list(s.words):
             raise ValueError(f"sentence {s.id!r}: the encoded words differ from the parser's; encode each "
                              "sentence's own words, in order")
-        word_attn = to_word_level(batch.attn[i, :, :, :n, :n].numpy(), x.word_ids, from_mode)
-        yield k, ParsedAttention(word_attn, np.array(s.heads), list(s.relations), list(s.words), s.is_punct, s.id)
+        word_attn = to_word_level(batch.attn[i, :, :, :n, :n].numpy(), x.word_ids, from_mode, batch.signed)
+        yield k, ParsedAttention(word_attn, np.array(s.heads), list(s.relations), list(s.words), s.is_punct, s.id,
+                                 batch.signed)
 
 
 @contextmanager

@@ -29,16 +29,25 @@ def word_matrix(word_ids: Sequence[int]) -> np.ndarray:
     return onehot
 
 
-def to_word_level(attn: np.ndarray, word_ids: Sequence[int], from_mode: str = "mean") -> np.ndarray:
-    """attn [..., n_tokens, n_tokens] (rows sum to 1) -> [..., n_words, n_words] (rows sum to 1)."""
+def to_word_level(attn: np.ndarray, word_ids: Sequence[int], from_mode: str = "mean", signed: bool = False
+                  ) -> np.ndarray:
+    """attn [..., n_tokens, n_tokens] (rows sum to 1) -> [..., n_words, n_words] (rows sum to 1).
+
+    signed=True takes maps that may hold negative weights and rows that do not sum to 1 (effective attention):
+    only finiteness is checked, and "max" (which renormalises) is refused."""
     if from_mode not in FROM_MODES:
         raise ValueError(f"from_mode must be one of {FROM_MODES}, not {from_mode!r}")
+    if signed and from_mode == "max":
+        raise ValueError('from_mode="max" renormalises rows, which signed maps do not allow; use "mean" or "first"')
     attn = np.asarray(attn)
     onehot = word_matrix(word_ids)
     n_tokens = onehot.shape[0]
     if attn.ndim < 2 or attn.shape[-2:] != (n_tokens, n_tokens):
         raise ValueError(f"attn must end in [{n_tokens}, {n_tokens}] for {n_tokens} word ids, got {attn.shape}")
-    check_attention(attn)
+    if not signed:
+        check_attention(attn)
+    elif not np.all(np.isfinite(attn)):
+        raise ValueError("attention contains NaN or infinite values")
     to_words = attn.astype(np.float64) @ onehot  # [..., n_tokens, n_words]
     if from_mode == "mean":
         rows = np.swapaxes(onehot / onehot.sum(0), 0, 1) @ to_words

@@ -123,3 +123,31 @@ def test_token_counts_are_those_of_prepare(model_folders, name):
     encoder = load_encoder(model_folders[name][0])
     word_lists = [WORDS, WORDS[:3], ["Hello", ",", "world", "!"]]
     assert encoder.count_tokens(word_lists) == [len(encoder.prepare(words).input_ids) for words in word_lists]
+
+
+@pytest.mark.parametrize("name", ["bert-12x12", "distilbert", "electra", "roberta"])
+def test_the_beyond_attention_analyses_run_on_texts_and_pairs(model_folders, name):
+    import pandas as pd
+
+    from bertlook_utils import attribution, identifiability, importance, norms
+    from bertlook_utils.finetune import FineTuned
+    from bertlook_utils.tasks import Example
+
+    folder, n_layers, n_heads = model_folders[name]
+    encoder = load_encoder(folder)
+    items = [TEXT_A, (TEXT_A, TEXT_B)]
+    shares = norms.norm_shares(encoder, items, cache_dir=None, progress=False)
+    assert shares.arrays["norm"].shape == (2, n_layers, n_heads, 4)
+    assert norms.decomposition_error(encoder, items[1]) < 1e-4
+    effective = identifiability.effective_encoder(encoder)
+    enc, eff = encoder.encode(TEXT_A, TEXT_B), effective.encode(TEXT_A, TEXT_B)
+    assert eff.attn.shape == enc.attn.shape and np.isfinite(eff.attn).all()
+    assert attribution.rollout(enc.attn).shape == (n_layers, len(enc.tokens), len(enc.tokens))
+    torch.manual_seed(0)
+    classifier = FineTuned("toy", encoder, torch.nn.Linear(encoder.model.config.hidden_size, 2), None, 32,
+                           pd.DataFrame())
+    for item in items:
+        assert len(attribution.explain(classifier, item).scores) >= 2
+    examples = [Example(TEXT_A, None, 0), Example(TEXT_A, TEXT_B, 1), Example("A dog ran.", None, 1)]
+    table = importance.head_importance(classifier, examples, cache_dir=None, progress=False)
+    assert len(table) == n_layers * n_heads

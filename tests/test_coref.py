@@ -173,7 +173,7 @@ class OracleEncoder:
     coreferent mention at its nearest antecedent, layer 2 head 1 at the nearest mention; the rest uniform."""
 
     name, fingerprint, cls_token, sep_token = "oracle", "oracle-v1", "[CLS]", "[SEP]"
-    n_layers, n_heads = 2, 3
+    n_layers, n_heads, signed_attention = 2, 3, False
 
     def __init__(self, passages):
         self.by_words = {tuple(p.words): p for p in passages}

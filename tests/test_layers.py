@@ -20,7 +20,8 @@ LAYERS = {  # bottom up
     "data": {"corpora", "parses", "corefdata", "tasks", "parsecheck"},
     "engine": {"extract"},
     "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune", "disabling",
-                 "relations", "tokentypes", "patternnet", "patternlearn"},
+                 "relations", "tokentypes", "patternnet", "patternlearn", "norms", "identifiability", "attribution",
+                 "importance"},
     "presentation": {"paper", "claims", "assets", "viz", "figures", "compare", "widgets", "views", "talk", "report"},
     "entry points": {"cli", "__init__"},
 }

@@ -36,6 +36,9 @@ PLAN = {
                                  "the pattern taxonomy, labelled by eye and classified; what fine-tuning changes"),
     "09_dark_secrets_heads": ("Kovaleva et al. 2019 §4.2, §4.4–4.6", "§4.2 heads, §4.5, §4.6",
                               "relation-specific heads (silver proxy), [CLS] and [SEP], vertical stripes, disabling heads"),
+    "10_beyond_attention": ("Kobayashi et al. 2020; Brunner et al. 2020; Abnar & Zuidema 2020; Michel et al. 2019",
+                            "later work", "value norms, effective attention, rollout and flow, attribution, head "
+                            "importance and pruning"),
 }
 
 
