@@ -506,13 +506,13 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
 
 def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads: pd.DataFrame,
                      correlations: pd.DataFrame, curves: Mapping[str, pd.DataFrame],
-                     removal: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+                     removal: Mapping[str, pd.DataFrame], head_size: int) -> pd.DataFrame:
     """The later work's findings (in words: `paper.LATER_WORK`) beside this run (notebook 10).
 
     norm_result: `norms.norm_shares`; sinks: per layer, ("raw" | "effective", "cls" | "sep" | "punct") mean
     attention; syntax_heads: per relation, ("raw" | "effective", "head" | "accuracy"); correlations:
     `attribution.correlations`; curves: task -> `importance.pruning_curves`; removal: task ->
-    `importance.pattern_removal`."""
+    `importance.pattern_removal`; head_size: the model's dimensions per head."""
     later = paper.LATER_WORK
     table_ = norm_result.by_layer().unstack("category")
     mixing = norm_result.mixing()
@@ -541,12 +541,12 @@ def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads:
         (f"effective attention ({paper.BRUNNER})", later["identifiability"],
          f"[CLS] {sinks[('raw', 'cls')].max():.2f} -> {sinks[('effective', 'cls')].max():.3f} (largest layer mean); "
          f"{same} of {len(syntax_heads)} relations keep their best syntax head",
-         "32 dimensions per head, so almost every segment is longer than a head"),
+         f"{head_size} dimensions per head, fewer than most segments have tokens"),
         (f"rollout and flow ({paper.ABNAR})", later["rollout_flow"],
          f"Spearman with leave-one-out, last layer: attention {last['attention']:.2f}, rollout {last['rollout']:.2f}, "
          f"flow {last['flow']:.2f}, gradient x input {last['grad_x_input']:.2f}; raw attention best in layer "
          f"{int(best_raw.idxmax())} ({best_raw.max():.2f})",
-         "a 6-layer sentence encoder fine-tuned for sentiment; leave-one-out removes a word"),
+         f"{int(correlations['layer'].max())} layers, fine-tuned for the kit's sentiment task; leave-one-out removes a word"),
         (f"pruning by importance ({paper.MICHEL}; {paper.BUDHRAJA})", f"{later['pruning']}; {later['random_pruning']}",
          "half the heads removed: " + _per_task({task: at_half(frame) for task, frame in curves.items()}),
          "importance on one half of the test inputs, accuracy on the other"),
