@@ -173,14 +173,17 @@ def masks_from_orders(orders: Sequence[Sequence[int]], counts: Sequence[int], n_
 
 def masked_accuracy(tuned: FineTuned, examples: Sequence[Example], masks: np.ndarray, batch_size: int = 16,
                     cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> np.ndarray:
-    """correct bool [N, K]: whether the classifier gets each example right under each mask [K, L, H]."""
+    """correct bool [N, K]: whether the classifier gets each example right under each mask [K, L, H] (a mask
+    that repeats, such as nothing removed in every order, runs once)."""
     masks = np.asarray(masks, dtype=np.float32)
     encoder = tuned.encoder
     if masks.ndim != 3 or masks.shape[1:] != (encoder.n_layers, encoder.n_heads):
         raise ValueError(f"masks must be [K, {encoder.n_layers}, {encoder.n_heads}], got {masks.shape}")
-    reducer = MaskedLogits(tuned, masks)
+    unique, index = np.unique(masks, axis=0, return_inverse=True)
+    reducer = MaskedLogits(tuned, unique)
     _run(tuned, examples, reducer, batch_size, cache_dir, progress, f"pruning heads ({tuned.task})")
-    return reducer.parts[0].argmax(-1) == np.array([e.label for e in examples])[:, None]
+    correct = reducer.parts[0].argmax(-1) == np.array([e.label for e in examples])[:, None]
+    return correct[:, index.ravel()]
 
 
 def pruning_curves(tuned: FineTuned, selection: Sequence[Example], evaluation: Sequence[Example],

@@ -112,6 +112,7 @@ def test_dominant_kinds_and_pattern_removal(classifier):
 def test_masks_in_one_pass_equal_one_pass_per_mask(classifier, monkeypatch):
     rng = np.random.default_rng(0)
     masks = (rng.random((5, 2, 4)) > 0.4).astype(np.float32)
+    masks[3] = masks[1]  # a repeated mask runs once and is reported twice
     together = importance.masked_accuracy(classifier, EXAMPLES, masks, cache_dir=None, progress=False)
     reducer = importance.MaskedLogits(classifier, masks)
     monkeypatch.setattr(importance, "ROWS", 1)  # one mask per forward pass
