@@ -4,11 +4,14 @@ else kept.
     python tools/student_copy.py        # writes notebooks/student/NN_*.ipynb and its README.md
 
 A solution is a code cell tagged "solution" (cell metadata `tags`); in the student copy it becomes an
-empty cell to answer in. tests/test_notebook_structure.py checks that the copies are in sync.
+empty cell to answer in, or, for an "Implement it yourself" exercise (metadata `exercise`), the exercise's stub
+(`exercises.get(name).stub`), whose check cell is tagged "raises-exception" so that the notebook still runs top
+to bottom. tests/test_notebook_structure.py checks that the copies are in sync.
 """
 from __future__ import annotations
 
 import copy
+import re
 import sys
 from pathlib import Path
 
@@ -17,7 +20,19 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from navigation import ROOT, notebooks, title  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
+from bertlook_utils import exercises  # noqa: E402
+
 ANSWER = "# Your answer here"
+SOLUTIONS_HEADING = "### Solutions"
+ANSWERS_HEADING = "### Your answers\nWrite your answer to each exercise above in the empty cell with its number."
+
+
+def _answer(solution: str) -> str:
+    """The empty cell for a solution: "# Your answer here", naming the exercise when the solution's first line
+    does ("# Exercise 2: ...")."""
+    match = re.match(r"# Exercise (\d+)", solution)
+    return f"# Your answer to exercise {match.group(1)}" if match else ANSWER
 
 
 def student_version(nb):
@@ -25,13 +40,18 @@ def student_version(nb):
     nb = copy.deepcopy(nb)
     nb.metadata.pop("widgets", None)  # the explorers' last drawings: outputs too
     for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith(SOLUTIONS_HEADING):
+            cell.source = ANSWERS_HEADING
         if cell.cell_type != "code":
             continue
         cell.outputs, cell.execution_count = [], None
         tags = cell.metadata.get("tags", [])
         if "solution" in tags:
-            cell.source = ANSWER
+            name = cell.metadata.get("exercise")
+            cell.source = exercises.get(name).stub if name else _answer(cell.source)
             cell.metadata["tags"] = [t for t in tags if t != "solution"] + ["answer"]
+        if "exercise_check" in cell.metadata:  # fails with its hint until the stub is written
+            cell.metadata["tags"] = cell.metadata.get("tags", []) + ["raises-exception"]
     return nb
 
 
