@@ -17,8 +17,10 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export BERTLOOK_MODEL := $(MODEL)
+FAST ?=
+export BERTLOOK_FAST := $(FAST)
 
-.PHONY: setup assets browser run test unit slow nbval notebooks slides report extract bench lab clean
+.PHONY: setup assets browser run test unit slow nbval notebooks slides report extract bench lab prefill clean
 
 setup: $(STAMP) $(ASSETS)
 
@@ -47,6 +49,11 @@ run: setup
 	$(PY) tools/export.py --to html --execute --out $(BUILD) $(NOTEBOOKS)
 	$(PY) -m bertlook_utils.report --out $(BUILD)/report.md $(if $(MODEL),--model default --model "$(MODEL)")
 	@echo "open $(BUILD)/*.html and $(BUILD)/report.md (offline pages)"
+
+## prefill: run every notebook once (outputs discarded) so that the cache holds what a class needs, and say how
+## long each took; FAST=1 fills it for fast mode (smaller samples, about a minute per cold notebook)
+prefill: setup
+	$(PY) tools/prefill.py $(NOTEBOOKS)
 
 ## report: only the report (fast once the cache is warm)
 report: setup
@@ -79,6 +86,7 @@ nbval: setup
 ## notebooks: refresh navigation, re-execute the committed notebooks in place, regenerate the student copies
 ## (do it whenever package code they use changes)
 notebooks: setup
+	$(PY) tools/exercise_cells.py
 	$(PY) tools/navigation.py
 	$(PY) tools/slides.py $(NOTEBOOKS) $(TALK)
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.record_timing=False \

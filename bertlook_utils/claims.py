@@ -6,8 +6,9 @@ under nbval a claim that stops holding fails the cell, so `make test` fails.
                   "the sink is [CLS], not [SEP], in layers 2-5": cls_share > sep_share}, model=MODEL)
     claims.say(f"The best head finds **{acc:.1f} %** of the heads, the next word {base:.1f} %.")
 
-The prose of the notebooks is written for the default model: with `model=None` (the default model) a
-failed claim raises `ClaimFailed`; with another model it is reported as "does not hold for this model".
+The prose of the notebooks is written for the default model's full run: with `model=None` (the default model) a
+failed claim raises `ClaimFailed`; with another model, or in fast mode (`classroom.FAST`), it is reported as
+"does not hold for this model" (this fast run).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from typing import Mapping
 
 import numpy as np
 from IPython.display import Markdown
+
+from . import classroom
 
 
 class ClaimFailed(AssertionError):
@@ -38,12 +41,21 @@ def check(statements: Mapping[str, bool], model: str | None = None) -> None:
     for statement, holds in verdicts.items():
         print(f"{'✔' if holds else '✘'} {statement}")
     failed = [statement for statement, holds in verdicts.items() if not holds]
-    if failed and model is None:
+    if failed and _enforced(model):
         raise ClaimFailed("the text says what the numbers no longer show; rewrite it or fix the analysis:\n"
                           + "\n".join(f"  ✘ {statement}" for statement in failed))
     if failed:
-        print(f"({len(failed)} of {len(verdicts)} statements of the text, written for the default model, do not "
-              f"hold for {model})")
+        print(f"({len(failed)} of {len(verdicts)} statements of the text, written for the default model's full run, "
+              f"do not hold for {_run(model)})")
+
+
+def _enforced(model: str | None) -> bool:
+    """Whether a failed claim raises: for the default model's full run only."""
+    return model is None and not classroom.FAST
+
+
+def _run(model: str | None) -> str:
+    return (model or "the default model") + (" in fast mode" if classroom.FAST else "")
 
 
 def say(text: str) -> Markdown:
@@ -51,3 +63,20 @@ def say(text: str) -> Markdown:
     if not isinstance(text, str) or not text.strip():
         raise ValueError("say() needs the Markdown text to render")
     return Markdown(text)
+
+
+def takeaways(statements: Mapping[str, bool], model: str | None = None) -> Markdown:
+    """A notebook's closing "Takeaways": each statement (an f-string of the computed numbers) with the condition
+    that makes it true. Rendered as a Markdown list; a statement that does not hold raises ClaimFailed for the
+    default model's full run (`model` None) and is marked "(does not hold for ...)" for another model or in fast
+    mode."""
+    if not statements:
+        raise ValueError("no takeaways given; pass {statement: condition}")
+    verdicts = {statement: _verdict(statement, value) for statement, value in statements.items()}
+    failed = [statement for statement, holds in verdicts.items() if not holds]
+    if failed and _enforced(model):
+        raise ClaimFailed("a takeaway no longer holds; rewrite it or fix the analysis:\n"
+                          + "\n".join(f"  ✘ {statement}" for statement in failed))
+    return Markdown("**Takeaways**\n\n" + "\n".join(
+        f"{k}. {statement}" + ("" if verdicts[statement] else f" *(does not hold for {_run(model)})*")
+        for k, statement in enumerate(verdicts, 1)))

@@ -65,3 +65,23 @@ def test_nbval_fails_a_notebook_whose_claim_breaks(tmp_path, holds):
     assert (run.returncode == 0) == holds, run.stdout[-2000:]
     if not holds:
         assert "ClaimFailed" in run.stdout and "more than 5 points" in run.stdout
+
+
+def test_takeaways_render_a_numbered_list_and_refuse_one_that_fails():
+    shown = claims.takeaways({"the sink is [CLS]": True, "layer 1 is broad (3.9 nats)": 3.9 > 3.5})
+    assert shown.data == "**Takeaways**\n\n1. the sink is [CLS]\n2. layer 1 is broad (3.9 nats)"
+    with pytest.raises(claims.ClaimFailed, match="✘ layer 1 is broad"):
+        claims.takeaways({"the sink is [CLS]": True, "layer 1 is broad": 3.1 > 3.5})
+    other = claims.takeaways({"layer 1 is broad": 3.1 > 3.5}, model="bert-base-uncased")
+    assert "(does not hold for bert-base-uncased)" in other.data
+    with pytest.raises(TypeError, match="single True/False"):
+        claims.takeaways({"a claim": np.array([True, False])})
+
+
+def test_in_fast_mode_a_failed_claim_is_reported_not_raised(monkeypatch, capsys):
+    from bertlook_utils import classroom
+
+    monkeypatch.setattr(classroom, "FAST", True)
+    claims.check({"layer 1 is broad": 3.1 > 3.5})
+    assert "do not hold for the default model in fast mode" in capsys.readouterr().out
+    assert "(does not hold for the default model in fast mode)" in claims.takeaways({"layer 1 is broad": False}).data

@@ -22,7 +22,8 @@ LAYERS = {  # bottom up
     "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune", "disabling",
                  "relations", "tokentypes", "patternnet", "patternlearn", "norms", "identifiability", "attribution",
                  "importance"},
-    "presentation": {"paper", "claims", "assets", "viz", "figures", "compare", "widgets", "views", "talk", "report"},
+    "presentation": {"paper", "claims", "assets", "viz", "figures", "compare", "widgets", "views", "talk", "report",
+                     "classroom", "exercises"},
     "entry points": {"cli", "__init__"},
 }
 ORDER = list(LAYERS)

@@ -90,3 +90,45 @@ def test_student_version_strips_outputs_and_solutions_only():
     assert student.cells[2].source == student_copy.ANSWER and "answer" in student.cells[2].metadata["tags"]
     assert "widgets" not in student.metadata and "widgets" in nb.metadata  # no saved widget state
     assert nb.cells[2].source == "answer = 42"  # the original is untouched
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_has_its_frame_recall_questions_and_solutions(path):
+    cells = nbformat.read(path, as_version=4).cells
+    title = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("# "))
+    assert "**The claim.**" in cells[title + 1].source and "**Predict first.**" in cells[title + 1].source
+    sources = [c.source for c in cells]
+    takeaways = sources.index("## Takeaways")
+    assert cells[takeaways + 1].cell_type == "code" and "claims.takeaways(" in sources[takeaways + 1]
+    recall = next(s for s in sources if s.startswith("## Check your understanding"))
+    questions = recall.split("<details>")[1:]
+    assert len(questions) >= 3
+    for question, before in zip(questions, recall.split("<details>")[:-1]):
+        options = [line for line in before.split("</details>")[-1].splitlines() if line.startswith("- (")]
+        explained = [line for line in question.split("</details>")[0].splitlines() if line.startswith("- (")]
+        assert len(options) >= 3 and len(explained) == len(options), "every option needs its explanation"
+    assert any(s.startswith("### Solutions") for s in sources)
+    assert any("solution" in c.metadata.get("tags", []) and "exercise" not in c.metadata for c in cells)
+    assert sources.index("## Takeaways") < next(i for i, s in enumerate(sources) if s.startswith("## Exercises"))
+
+
+def test_student_copies_rename_the_solutions_and_carry_nbgrader_metadata():
+    student = student_copy.student_version(nbformat.read(NOTEBOOKS[0], as_version=4))
+    assert not any(c.source.startswith("### Solutions") for c in student.cells)
+    assert any(c.source.startswith("### Your answers") for c in student.cells)
+    graded = [c.metadata["nbgrader"] for c in student.cells if "nbgrader" in c.metadata]
+    solutions = [g for g in graded if g["solution"]]
+    tests = [g for g in graded if g["grade"]]
+    assert solutions and len(tests) == len(solutions) and all(t["locked"] and t["points"] > 0 for t in tests)
+    assert len({g["grade_id"] for g in graded}) == len(graded)
+    assert all(c.source.startswith("# Your answer") for c in student.cells if "answer" in c.metadata.get("tags", [])
+               and "exercise" not in c.metadata)
+
+
+def test_the_syllabus_covers_every_notebook_and_plans_three_labs_and_a_lecture():
+    index = (ROOT / "notebooks" / "README.md").read_text()
+    syllabus = index[index.index("## Syllabus"):]
+    assert all(f"({p.name})" in syllabus for p in NOTEBOOKS)
+    assert syllabus.count("- **Lab ") == 3 and "90-minute lecture" in syllabus
+    assert set(navigation.GOALS) == set(navigation.CLASS_MINUTES) == {p.stem for p in NOTEBOOKS}
+    assert {s for _, stems, _ in navigation.SESSIONS for s in stems} == {p.stem for p in NOTEBOOKS}

@@ -30,7 +30,7 @@ EXERCISES_HEADING = "## Exercises"
 
 
 def check_source(name: str) -> str:
-    return f'from bertlook_utils import exercises\n\nexercises.check("{name}", {name}, encoder)'
+    return f"from bertlook_utils import exercises\n\nexercises.check(\"{name}\", {name}, encoder);"
 
 
 def _is_ours(cell) -> bool:

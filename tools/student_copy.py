@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from bertlook_utils import exercises  # noqa: E402
 
 ANSWER = "# Your answer here"
+POINTS = 1  # per implement-it-yourself exercise, for nbgrader
 SOLUTIONS_HEADING = "### Solutions"
 ANSWERS_HEADING = "### Your answers\nWrite your answer to each exercise above in the empty cell with its number."
 
@@ -33,6 +34,12 @@ def _answer(solution: str) -> str:
     does ("# Exercise 2: ...")."""
     match = re.match(r"# Exercise (\d+)", solution)
     return f"# Your answer to exercise {match.group(1)}" if match else ANSWER
+
+
+def _nbgrader(name: str, solution: bool) -> dict:
+    """nbgrader's cell metadata: the stub is a solution cell, its check a locked test cell worth POINTS."""
+    return {"schema_version": 3, "grade_id": name if solution else f"{name}-check", "solution": solution,
+            "grade": not solution, "locked": not solution, "task": False, **({} if solution else {"points": POINTS})}
 
 
 def student_version(nb):
@@ -50,8 +57,11 @@ def student_version(nb):
             name = cell.metadata.get("exercise")
             cell.source = exercises.get(name).stub if name else _answer(cell.source)
             cell.metadata["tags"] = [t for t in tags if t != "solution"] + ["answer"]
+            if name:
+                cell.metadata["nbgrader"] = _nbgrader(name, solution=True)
         if "exercise_check" in cell.metadata:  # fails with its hint until the stub is written
             cell.metadata["tags"] = cell.metadata.get("tags", []) + ["raises-exception"]
+            cell.metadata["nbgrader"] = _nbgrader(cell.metadata["exercise_check"], solution=False)
     return nb
 
 

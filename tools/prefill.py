@@ -1,0 +1,77 @@
+"""Fill the cache ahead of a class: run every notebook once, outputs discarded, and say how long each took.
+
+    python tools/prefill.py notebooks/0*.ipynb           # make prefill (FAST=1: fast mode, BERTLOOK_FAST)
+    python tools/prefill.py --warm --record notebooks/timings.json notebooks/[0-9]*.ipynb
+
+--warm runs each notebook a second time, now from the filled cache; --record writes the seconds to a JSON file
+(the contents table shows notebooks/timings.json, recorded from a cold cache on a 2-core machine).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(path: Path) -> float:
+    """Execute one notebook from its own folder, outputs discarded; the seconds it took. The kernel talks over
+    local sockets (IPC), so it prints no "running over TCP without encryption" warning."""
+    nb = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory() as sockets:  # an absolute socket path: the kernel runs in the notebook's folder
+        kernel = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
+        start = time.perf_counter()
+        try:
+            NotebookClient(nb, km=kernel, timeout=1800, resources={"metadata": {"path": str(path.parent)}}).execute()
+        finally:
+            if kernel.has_kernel:
+                kernel.shutdown_kernel(now=True)
+    return time.perf_counter() - start
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--warm", action="store_true", help="run each notebook again from the filled cache")
+    parser.add_argument("--record", type=Path, help="write the seconds to this JSON file")
+    args = parser.parse_args(argv)
+    mode = "fast" if os.environ.get("BERTLOOK_FAST", "").strip() not in ("", "0") else "full"
+    print(f"prefilling the cache ({mode} mode, {len(args.notebooks)} notebooks)", flush=True)
+    times: dict[str, dict[str, float]] = {}
+    total = time.perf_counter()
+    failed = []
+    for path in args.notebooks:
+        try:
+            times[path.stem] = {"first": round(run(path), 1)}
+            if args.warm:
+                times[path.stem]["warm"] = round(run(path), 1)
+        except CellExecutionError as error:  # say which notebook and go on: the others still fill the cache
+            failed.append(path.stem)
+            print(f"  {path.stem:<28} FAILED: {str(error).strip().splitlines()[-1]}", flush=True)
+            continue
+        line = f"  {path.stem:<28} {times[path.stem]['first']:7.1f} s"
+        if args.warm:
+            line += f"   again from the cache: {times[path.stem]['warm']:6.1f} s"
+        print(line, flush=True)
+    minutes = (time.perf_counter() - total) / 60
+    print(f"done in {minutes:.1f} min; the cache (data/cache) now holds the results of "
+          f"{len(args.notebooks) - len(failed)} of {len(args.notebooks)} notebooks")
+    if args.record:
+        args.record.write_text(json.dumps({"mode": mode, "cpus": os.cpu_count(), "machine": platform.machine(),
+                                           "python": platform.python_version(), "seconds": times}, indent=1) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
