@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 import torch
@@ -111,11 +111,15 @@ _REAL: dict[int, RealInputs] = {}
 
 
 def _real_inputs(encoder) -> RealInputs:
-    if encoder is None:
-        from .models import load_encoder
+    if encoder is None:  # the default model, loaded once
+        if 0 not in _REAL:
+            from .models import load_encoder
 
-        encoder = _REAL.setdefault(0, RealInputs(load_encoder())).encoder
-    return _REAL.setdefault(id(encoder), RealInputs(encoder))
+            _REAL[0] = RealInputs(load_encoder())
+        return _REAL[0]
+    if id(encoder) not in _REAL or _REAL[id(encoder)].encoder is not encoder:
+        _REAL[id(encoder)] = RealInputs(encoder)
+    return _REAL[id(encoder)]
 
 
 # -- comparing answers --------------------------------------------------------------------------------
@@ -317,7 +321,7 @@ def _uniform_cases() -> list[Case]:
 
 def _uniform_real(real: RealInputs) -> Case:
     from .extract import batches
-    from .intervene import edit_attention
+    from .intervene import edit_attention, uniform_head
 
     layer, head = REAL_HEAD[0] - 1, REAL_HEAD[1] - 1  # intervene counts from 0
     batch = next(batches(real.encoder, [REAL_TEXT, REAL_TEXT[1]], 2, attention=False))  # the second is padded
@@ -327,8 +331,6 @@ def _uniform_real(real: RealInputs) -> Case:
             return fn(probs, head, batch.valid) if current == layer else probs
         with torch.inference_mode(), edit_attention(real.encoder.model, edit):
             return real.encoder.model(**batch.model_inputs).last_hidden_state
-
-    from .intervene import uniform_head
 
     with torch.inference_mode(), edit_attention(real.encoder.model, uniform_head(layer, head, batch.valid)):
         expected = real.encoder.model(**batch.model_inputs).last_hidden_state
@@ -894,12 +896,4 @@ def markdown(name: str) -> str:
             f"{stars} · about {e.minutes} minutes\n\n```python\n{header.rstrip()}\n```\n"
             f"{' '.join(line.strip() for line in task.splitlines())}\n\n{hints}\n\n"
             f"Write the body in the next cell; the cell after it checks your function (`exercises.check`).")
-
-
-def overview() -> "pd.DataFrame":
-    """One row per exercise: notebook, name, title, difficulty (stars), minutes."""
-    import pandas as pd
-
-    return pd.DataFrame([(e.notebook, e.name, e.title, "★" * e.difficulty, e.minutes) for e in EXERCISES],
-                        columns=["notebook", "exercise", "title", "difficulty", "minutes"])
 

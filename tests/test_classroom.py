@@ -2,7 +2,6 @@
 setting."""
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
