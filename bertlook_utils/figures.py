@@ -6,12 +6,12 @@ returns its Figure (or the Axes it was given); nothing here computes a statistic
     02  attention_and_gradient, sink_gradient_by_head, sink_ablation,      (Clark et al. Fig 3, the causal test)
         value_norms
     03  entropy_by_layer, broad_definitions                                 (Fig 4)
-    04  relation_head, relation_heads, accuracy_grid                        (Fig 5, Table 1 per head)
+    04  table1, relation_head, relation_heads, accuracy_grid                (Table 1, Fig 5)
     05  antecedent_attention, table2, accuracy_by_rank                      (Table 2)
     06  probe_curves, probe_weights, weight_against_accuracy                (Table 3)
     07  mds_map, dendrogram, aligned_maps, permutation_tests                (Fig 6)
-    08  finetuning_loss, pattern_features, confusions, pattern_shares,      (Kovaleva et al. §4.1, §4.3)
-        pattern_share_estimates, map_similarity
+    08  finetuning_loss, pattern_examples, pattern_features, confusions,   (Kovaleva et al. Fig 1, §4.1, §4.3)
+        pattern_shares, pattern_share_estimates, map_similarity
     09  relation_scores, special_by_layer, cls_by_type, stripe_types,      (§4.2, §4.4-4.6)
         disabling_scan, held_out_disabling
     10  norm_shares, weight_against_norm, context_mixing, null_space_twin,  (later work: Kobayashi, Brunner,
@@ -183,7 +183,7 @@ def relation_head(example: ParsedAttention, layer: int, head: int, relation: str
     the rows that matter for `relation` in colour (dep->head: from each dependent; head->dep: from each
     gold head), each renormalised over the other words (no [CLS], [SEP] or self, as the argmax sees them);
     a highlighted word's label is green where the head's prediction, as scored, is the gold arc and red
-    where it is not; (right) the gold (spaCy) arcs of `relation` drawn the same way. Returns the two axes."""
+    where it is not, and the title counts them; (right) the gold (spaCy) arcs of `relation` drawn the same way. Returns the two axes."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
     if axes is None:
@@ -205,7 +205,8 @@ def relation_head(example: ParsedAttention, layer: int, head: int, relation: str
     colours = {i: PALETTE["right"] if ok else PALETTE["wrong"] for i, ok in found.items()}
     arrow = "dependent → head" if direction == "dep->head" else "head → dependent"
     _word_lines(axes[0], example.words[:n], attn, rows, PALETTE["prev"],
-                f"head {head_label(layer, head)} ({arrow})", min_weight, colours)
+                f"{relation}: head {head_label(layer, head)} ({arrow}),\n{sum(found.values())} of {len(found)} "
+                f"right on this sentence", min_weight, colours)
     _word_lines(axes[1], example.words[:n], gold, rows, PALETTE["next"], f"gold (spaCy) {relation} arcs", 0.5)
     return axes
 
@@ -232,6 +233,39 @@ def accuracy_grid(frame: pd.DataFrame, ax=None, title: str = ""):
     layer, head = (int(i) + 1 for i in np.unravel_index(np.argmax(values), values.shape))
     label = f"{title}{': ' if title else ''}best head {head_label(layer, head)} = {values.max():.1f} %"
     return heatmap_by_head(values, ax, label, vmax=100, fmt="{:.0f}", colorbar="accuracy (%)", boxes=[(layer, head)])
+
+
+def table1(heads: pd.DataFrame, baseline: pd.DataFrame, title: str | None = None):
+    """Table 1 as a dot plot, one row per relation of the paper (`syntax.head_accuracy`, `offset_baseline` of the
+    same relations, spaCy's names): the best head (filled, with this run's 95 % interval) and the best fixed offset (hollow),
+    the paper's in grey and this run's in colour; the line between them is the head's gain over the offset."""
+    reported = paper.TABLE1.assign(relation=[paper.SD_TO_SPACY.get(r, r) for r in paper.TABLE1["relation"]])
+    reported = reported.set_index("relation")  # in spaCy's names: nn -> compound
+    ours, offsets = heads.set_index("relation"), baseline.set_index("relation")
+    relations = [r for r in reported.index if r in ours.index and r in offsets.index]
+    if not relations:
+        raise ValueError("heads and baseline share no relation with the paper's Table 1")
+    fig, ax = plt.subplots(figsize=(8.5, 0.36 * len(relations) + 1.6))
+    y = np.arange(len(relations))
+    for shift, colour, head, base, name in (
+            (-0.17, PALETTE["paper"], reported.loc[relations, "accuracy"], reported.loc[relations, "baseline"],
+             "paper (BERT-base, WSJ)"),
+            (0.17, PALETTE["run"], 100 * ours.loc[relations, "accuracy"], 100 * offsets.loc[relations, "accuracy"],
+             "this run")):
+        ax.hlines(y + shift, base, head, color=colour, lw=1.5, alpha=0.6)
+        ax.scatter(base, y + shift, s=36, facecolors="white", edgecolors=colour, zorder=3, label=f"{name}: best offset")
+        ax.scatter(head, y + shift, s=40, color=colour, zorder=3, label=f"{name}: best head")
+    low, high = 100 * ours.loc[relations, "low"], 100 * ours.loc[relations, "high"]
+    ax.errorbar(100 * ours.loc[relations, "accuracy"], y + 0.17, xerr=[100 * ours.loc[relations, "accuracy"] - low,
+                high - 100 * ours.loc[relations, "accuracy"]], fmt="none", ecolor=PALETTE["run"], capsize=2)
+    names = [f"{r} ({reported.loc[r, 'head']} | {head_label(int(ours.loc[r, 'layer']), int(ours.loc[r, 'head']))})"
+             for r in relations]
+    ax.set_yticks(y, names, fontsize=9)
+    ax.set_ylim(len(relations) - 0.5, -0.5)
+    ax.set(xlim=(0, 100), xlabel="accuracy (%): the word with most attention is the syntactic head")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    ax.set_title(title or "Table 1: best head vs best fixed offset (head: paper | this run)")
+    return fig
 
 
 # -- 05: coreference ----------------------------------------------------------------------------------
@@ -487,6 +521,23 @@ def finetuning_loss(tuned: Mapping[str, FineTuned], window: int = 5):
         ax.plot(t.history["step"], t.history["loss"].rolling(window, min_periods=1).mean(), color=colour, label=name)
     ax.set(xlabel="training step", ylabel=f"loss (nats, mean of {window} steps)", title="fine-tuning loss")
     ax.legend()
+    return fig
+
+
+def pattern_examples(maps: Mapping[str, np.ndarray], captions: Mapping[str, str] | None = None):
+    """Kovaleva et al. Figure 1: one map [n, n] per kind of pattern (kind -> map, e.g. hand-labelled maps of this
+    run), side by side without token labels, each titled in its kind's colour, with one shared colour bar."""
+    if not maps:
+        raise ValueError("give at least one map: {kind: [n, n] array}")
+    fig, axes = plt.subplots(1, len(maps), figsize=(2.6 * len(maps) + 1, 3.2), squeeze=False)
+    for ax, (kind, attn) in zip(axes[0], maps.items()):
+        image = ax.imshow(attn, cmap=ATTENTION_CMAP, vmin=0, vmax=1, interpolation="nearest")
+        ax.set(xticks=[], yticks=[])
+        ax.grid(False)
+        ax.set_title(kind, color=PATTERN_COLOURS.get(kind, "black"), fontweight="bold")
+        if captions and kind in captions:
+            ax.set_xlabel(captions[kind], fontsize=9)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="attention")
     return fig
 
 

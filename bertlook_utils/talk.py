@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import HTML
 
+from .compare import styled
 from .viz import PALETTE
 
 SOURCES = {"paper": ("paper", PALETTE["paper"]), "run": ("this run", PALETTE["run"]),
@@ -40,12 +41,7 @@ def table(frame: pd.DataFrame, caption: str, source: str = "run", precision: int
     as "–"; each part's HTML ids come from the caption, so a re-run writes the same page."""
     if split < 1 or split > max(1, len(frame)):
         raise ValueError(f"split must be between 1 and the number of rows ({len(frame)}), not {split}")
-    tables = []
-    for i, rows in enumerate(np.array_split(np.arange(len(frame)), split)):
-        styler = (frame.iloc[rows].style.set_uuid(f"t{zlib.crc32(caption.encode())}{i}")
-                  .hide(axis="index").format(precision=precision, na_rep="–")
-                  .set_table_styles([{"selector": "th, td", "props": "text-align: left;"
-                                      + (" white-space: nowrap;" if nowrap else "")}]))
-        tables.append(styler.to_html())
+    tables = [styled(frame.iloc[rows], f"t{zlib.crc32(caption.encode())}{i}", precision, nowrap)
+              for i, rows in enumerate(np.array_split(np.arange(len(frame)), split))]
     return HTML(f'<p style="margin:0 0 0.3em 0">{badge(source)} {escape(caption)}</p>'
                 f'<div style="display:flex; gap:2.5em; align-items:flex-start">{"".join(tables)}</div>')

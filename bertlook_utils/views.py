@@ -90,7 +90,8 @@ def _rewrite_params(body: str) -> str:
             params[key] = [int(i) + 1 for i in params[key]]
     if params.get("layer") is not None:
         params["layer"] = int(params["layer"]) + 1
-    compact = json.dumps(params, separators=(",", ":"))
+    # inside a <script>: "<" as \u003c, so that a token such as "</script><img ...>" stays a string
+    compact = json.dumps(params, separators=(",", ":")).replace("<", "\\u003c")
     return body[:start] + head + compact + "; // filled in by Python (BERTLook)" + body[line_end:]
 
 

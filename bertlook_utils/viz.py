@@ -57,38 +57,52 @@ def head_map(enc: Encoded, layer: int, head: int) -> np.ndarray:
 
 
 def plot_head(enc: Encoded, layer: int, head: int, ax=None, max_tokens: int | None = 40, title: str | None = None,
-              vmax: float | None = 1.0):
-    """Heatmap of one head (layer, head 1-indexed) with token labels; rows = from, columns = to.
-    vmax=None scales the colours to the largest weight shown (for broad heads)."""
+              vmax: float | None = 1.0, colorbar: bool = True):
+    """Heatmap of one head (layer, head 1-indexed) with token labels; rows = from, columns = to, with a colour
+    bar. vmax=None scales the colours to the 99th percentile of the weights shown, so that a broad head is not
+    blank beside one large cell (the colour bar marks the clipped top)."""
     n = enc.n_tokens if max_tokens is None else min(max_tokens, enc.n_tokens)
     attn = head_map(enc, layer, head)[:n, :n]
     ax = ax or plt.subplots(figsize=(6, 5.5))[1]
-    ax.imshow(attn, cmap=ATTENTION_CMAP, vmin=0, vmax=vmax if vmax is not None else attn.max(), interpolation="nearest")
+    top = vmax if vmax is not None else float(np.percentile(attn, 99))
+    image = ax.imshow(attn, cmap=ATTENTION_CMAP, vmin=0, vmax=top, interpolation="nearest")
     ax.set_xticks(range(n), enc.tokens[:n], rotation=90, fontsize=8)
     ax.set_yticks(range(n), enc.tokens[:n], fontsize=8)
     ax.grid(False)
     ax.set_xlabel("attends to")
     ax.set_ylabel("from")
     ax.set_title(title or f"head {head_label(layer, head)}")
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, shrink=0.8, pad=0.02, label="attention",
+                           extend="max" if top < attn.max() else "neither")
     return ax
 
 
 def plot_lines(enc: Encoded, layer: int, head: int, ax=None, start: int = 0, stop: int | None = 24,
-               title: str | None = None, min_weight: float = 0.02):
+               title: str | None = None, min_weight: float = 0.02, top_k: int | None = None,
+               fade_special: bool = True):
     """Clark et al. Fig 1 style: tokens in two columns, a line from each token (left) to the tokens it
-    attends to (right), darker for more weight. Shows tokens [start, stop)."""
+    attends to (right), darker for more weight. Shows tokens [start, stop); top_k: only each token's k
+    heaviest lines (long inputs stay readable); fade_special: lines to [CLS] and [SEP] in pale grey, so that
+    the sink does not drown the pattern."""
     attn = head_map(enc, layer, head)
     ax = ax or plt.subplots(figsize=(3, 0.23 * ((stop or enc.n_tokens) - start) + 0.6))[1]
     stop = enc.n_tokens if stop is None else min(stop, enc.n_tokens)
     attn = attn[start:stop, start:stop]
     n = stop - start
-    for i in range(n):
-        for j in range(n):
-            if attn[i, j] >= min_weight:
-                ax.plot([0, 1], [i, j], color=PALETTE["prev"], alpha=float(min(1, attn[i, j])), lw=2.2)
+    special = np.isin(enc.tokens[start:stop], [enc.cls_token, enc.sep_token]) if fade_special else np.zeros(n, bool)
+    kept = attn >= min_weight
+    if top_k is not None:
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, not {top_k}")
+        kept &= attn >= -np.sort(-attn, axis=1)[:, min(top_k, n) - 1][:, None]
+    for i, j in zip(*np.nonzero(kept)):
+        colour, alpha = ("#bbbbbb", 0.5 * attn[i, j]) if special[j] else (PALETTE["prev"], attn[i, j])
+        ax.plot([0, 1], [i, j], color=colour, alpha=float(min(1, alpha)), lw=2.2, zorder=1 if special[j] else 2)
     for side, ha in ((0, "right"), (1, "left")):
         for i, tok in enumerate(enc.tokens[start:stop]):
-            ax.text(side + (-0.06 if side == 0 else 0.06), i, tok, ha=ha, va="center", fontsize=9)
+            ax.text(side + (-0.06 if side == 0 else 0.06), i, tok, ha=ha, va="center", fontsize=9,
+                    color=PALETTE["uniform"] if special[i] else "black")
     ax.set_xlim(-0.9, 1.9)
     ax.set_ylim(n - 0.5, -0.5)
     ax.axis("off")
@@ -200,6 +214,25 @@ def head_figure(enc: Encoded, layer: int, head: int, max_tokens: int | None = 40
     fig = Figure(figsize=figsize, layout="constrained")
     plot_head(enc, layer, head, ax=fig.add_subplot(), max_tokens=max_tokens)
     return fig
+
+
+EXPORT_FORMATS = ("png", "svg", "pdf")
+
+
+def save(drawn, path, dpi: int = 200) -> Path:
+    """Save a figure for a paper or a slide: `drawn` is what a figure function returns (a Figure, an Axes, or
+    an array of Axes); the format comes from the suffix of `path` (.png at `dpi`, .svg, .pdf; text stays text
+    in SVG and PDF). Returns the path."""
+    from pathlib import Path
+
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"save as one of {', '.join('.' + f for f in EXPORT_FORMATS)}, not {path.name!r}")
+    fig = getattr(drawn, "figure", None) or getattr(np.ravel(drawn)[0], "figure", drawn)
+    with plt.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
+        fig.savefig(path, format=fmt, dpi=dpi, bbox_inches="tight")
+    return path
 
 
 def figure_png(fig) -> bytes:

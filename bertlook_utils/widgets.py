@@ -1,14 +1,15 @@
 """ipywidgets explorers: pick an example, a layer and a head, and see the attention map.
 
 `head_explorer(examples)`: an example menu and layer / head sliders (1-indexed) over `viz.plot_head`;
-`grid_explorer(examples)`: an example menu over `viz.plot_model_grid` (every head as a thumbnail);
+`grid_explorer(examples)`: an example menu over `viz.plot_model_grid` (every head as a thumbnail); given the
+encoder, both add a text box for the learner's own text (`A | B` for a pair).
 `gallery_explorer(items)`: maps by group (notebook 08's hand labels); `relation_explorer(scores)`: every
 head's accuracy for a chosen relation (notebook 04); `cluster_explorer(result)`: a head on the MDS map beside
 its attention (notebook 07). Drawing lives in `viz` and `figures`; here controls are only wired to it. Each explorer redraws into an
 `ipywidgets.Output` (its `outputs` are replaced by a PNG, so the saved widget state holds the figure).
 
-Exported HTML (nbconvert) runs no Python callbacks and, offline, cannot load the widget manager either,
-so displaying an explorer also shows a static snapshot of its first view below the live controls.
+An explorer is displayed as one output holding the live widget and, as a fallback, a PNG of its first view:
+JupyterLab shows only the live widget; a page or book that cannot render widgets shows the PNG.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .models import Encoded
 from .syntax import HeadScores, accuracy_frame
 
 PREVIEW_CHARS = 48
+READABLE_TOKENS = 32  # token labels of a 5-inch map stay at 8 pt up to this many tokens
 
 
 def preview(enc: Encoded, n_chars: int = PREVIEW_CHARS) -> str:
@@ -70,9 +72,6 @@ class Explorer:
 
     css_class = "bertlook-explorer"
 
-    snapshot_caption = ("Snapshot of the explorer's first view, for readers of an exported page: "
-                        "its controls need a running notebook kernel.")
-
     def __init__(self, controls: dict[str, widgets.Widget], draw: Callable[[], object], describe: Callable[[], str],
                  snapshot: bool = True):
         self.controls = controls
@@ -96,13 +95,14 @@ class Explorer:
         self.draws += 1
 
     def _ipython_display_(self) -> None:
-        from IPython.display import Markdown, display
+        from IPython.display import display
 
-        display(self.widget)
-        if self.snapshot:
-            display(Markdown(f"*{self.snapshot_caption}* ({self._first_text})"))
-            display({"image/png": base64.b64encode(self._first_png).decode("ascii"), "text/plain": self._first_text},
-                    raw=True)
+        if not self.snapshot:
+            display(self.widget)
+            return
+        view = {"model_id": self.widget.model_id, "version_major": 2, "version_minor": 0}
+        display({"application/vnd.jupyter.widget-view+json": view, "text/plain": self._first_text,
+                 "image/png": base64.b64encode(self._first_png).decode("ascii")}, raw=True)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {self._describe()}>"
@@ -114,13 +114,46 @@ def _example_menu(examples: list[Encoded]) -> widgets.Dropdown:
                             layout=widgets.Layout(width="28em"))
 
 
+class _OwnText:
+    """A text box over an example menu: Enter encodes the text (`A | B`: a pair) with `encoder`, adds it to
+    the examples and selects it; bad input is reported beside the box."""
+
+    def __init__(self, explorer: Explorer, encoder, max_words: int = 60):
+        self.explorer, self.encoder, self.max_words = explorer, encoder, max_words
+        self.box = widgets.Text(placeholder="your own text, then Enter (A | B for a pair)", description="text",
+                                continuous_update=False, layout=widgets.Layout(width="36em"))
+        self.message = widgets.Label()
+        self.box.observe(lambda change: self.add(change["new"]), names="value")
+        explorer.widget.children = (widgets.HBox([self.box, self.message]), *explorer.widget.children)
+
+    def add(self, text: str) -> Encoded | None:
+        """Encode `text` and show it; None (and a message) when it is empty or too long."""
+        parts = [part.strip() for part in text.split("|")]
+        if not text.strip() or len(parts) > 2 or not all(parts):
+            self.message.value = "type a text, or two texts separated by |" if text.strip() else ""
+            return None
+        words = sum(len(part.split()) for part in parts)
+        if words > self.max_words:
+            self.message.value = f"{words} words: at most {self.max_words}, please"
+            return None
+        enc = self.encoder.encode(*parts)
+        if enc.attn.shape[:2] != self.explorer.examples[0].attn.shape[:2]:
+            raise ValueError("the encoder is not the model that made the examples")
+        self.explorer.examples.append(enc)
+        menu = self.explorer.example
+        menu.options = [*menu.options, (f"{len(self.explorer.examples)}: {preview(enc)}", len(menu.options))]
+        menu.value = len(menu.options) - 1  # redraws
+        self.message.value = f"{enc.n_tokens} tokens"
+        return enc
+
+
 class HeadExplorer(Explorer):
     """Example menu + layer and head sliders (1-indexed) over a heatmap of one head (`viz.plot_head`)."""
 
     css_class = "bertlook-head-explorer"
 
     def __init__(self, examples: Sequence[Encoded], layer: int = 1, head: int = 1, max_tokens: int | None = 40,
-                 snapshot: bool = True):
+                 snapshot: bool = True, encoder=None):
         self.examples = _check_examples(examples)
         n_layers, n_heads = self.examples[0].attn.shape[:2]
         if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
@@ -132,6 +165,7 @@ class HeadExplorer(Explorer):
         self.head = widgets.IntSlider(value=head, min=1, max=n_heads, description="head", continuous_update=False)
         super().__init__({"example": self.example, "layer": self.layer, "head": self.head},
                          self._figure, self._text, snapshot)
+        self.own_text = _OwnText(self, encoder) if encoder is not None else None
 
     @property
     def selection(self) -> tuple[Encoded, int, int]:
@@ -151,11 +185,12 @@ class GridExplorer(Explorer):
 
     css_class = "bertlook-grid-explorer"
 
-    def __init__(self, examples: Sequence[Encoded], max_tokens: int = 40, snapshot: bool = True):
+    def __init__(self, examples: Sequence[Encoded], max_tokens: int = 40, snapshot: bool = True, encoder=None):
         self.examples = _check_examples(examples)
         self.max_tokens = max_tokens
         self.example = _example_menu(self.examples)
         super().__init__({"example": self.example}, self._figure, self._text, snapshot)
+        self.own_text = _OwnText(self, encoder) if encoder is not None else None
 
     def _figure(self):
         return viz.plot_model_grid(self.examples[self.example.value], max_tokens=self.max_tokens)
@@ -165,15 +200,18 @@ class GridExplorer(Explorer):
 
 
 def head_explorer(examples: Sequence[Encoded], layer: int = 1, head: int = 1, max_tokens: int | None = 40,
-                  snapshot: bool = True) -> HeadExplorer:
+                  snapshot: bool = True, encoder=None) -> HeadExplorer:
     """Pick an example (menu with a short preview), a layer and a head (sliders, 1-indexed) and see that
-    head's attention as a heatmap with token labels (the first `max_tokens` tokens)."""
-    return HeadExplorer(examples, layer, head, max_tokens, snapshot)
+    head's attention as a heatmap with token labels (the first `max_tokens` tokens). Given the `encoder` that
+    made the examples, a text box adds the learner's own text."""
+    return HeadExplorer(examples, layer, head, max_tokens, snapshot, encoder)
 
 
-def grid_explorer(examples: Sequence[Encoded], max_tokens: int = 40, snapshot: bool = True) -> GridExplorer:
-    """Pick an example and see every head as a thumbnail: layers as rows, heads as columns."""
-    return GridExplorer(examples, max_tokens, snapshot)
+def grid_explorer(examples: Sequence[Encoded], max_tokens: int = 40, snapshot: bool = True,
+                  encoder=None) -> GridExplorer:
+    """Pick an example and see every head as a thumbnail: layers as rows, heads as columns; given the
+    `encoder`, a text box adds the learner's own text."""
+    return GridExplorer(examples, max_tokens, snapshot, encoder)
 
 
 class GalleryExplorer(Explorer):
@@ -215,7 +253,8 @@ class GalleryExplorer(Explorer):
         fig = Figure(figsize=(5.2, 5.2), layout="constrained")
         ax = fig.add_subplot()
         viz.plot_head(enc, layer, head, ax=ax, max_tokens=self.max_tokens, vmax=None, title=caption)
-        ax.tick_params(labelsize=5)
+        if min(enc.n_tokens, self.max_tokens or enc.n_tokens) > READABLE_TOKENS:  # labels would be under 8 pt
+            ax.set(xticks=[], yticks=[])
         return fig
 
     def _text(self) -> str:
@@ -273,10 +312,10 @@ def cluster_explorer(result: ClusterResult, max_tokens: int = 40, snapshot: bool
         fig = Figure(figsize=(12, 5.6), layout="constrained")
         left, right = fig.subplots(1, 2, width_ratios=[1, 1.05])
         figures.mds_map(result, "behaviour", ax=left, highlight=index, annotate=False, title="heads by behaviour")
-        broad = heads["behaviour"].iloc[index] == "broad"  # colours scaled to its largest weight, else blank
+        broad = heads["behaviour"].iloc[index] == "broad"  # colours up to its 99th percentile, else blank
         viz.plot_head(examples[example_menu.value], layer + 1, head + 1, ax=right, max_tokens=max_tokens,
                       vmax=None if broad else 1.0, title=f"head {heads['label'].iloc[index]}"
-                      + (" (colours scaled to its largest weight)" if broad else ""))
+                      + (" (colours up to its 99th percentile)" if broad else ""))
         return fig
 
     def describe():

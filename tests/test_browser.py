@@ -119,3 +119,31 @@ def test_jupyterlab_runs_the_tour_with_live_widgets_and_bertviz(tmp_path):
         assert_bertviz_drawn(frame, ["chef", "soup"])
         screenshot(page, "lab_00_tour_bertviz.png")
         assert_offline(requests)
+
+
+def test_hostile_tokens_show_as_text_in_bertviz(tmp_path):
+    """A token that is markup (an <img> with an onerror handler, a closing </script>) is drawn as a label
+    and never parsed: no <img> appears, no script runs, no dialog opens."""
+    import numpy as np
+
+    from bertlook_utils import views
+    from conftest import make_encoded, random_row_stochastic
+
+    hostile = ["<img src=x onerror=alert(1)>", "</script><b>bold</b>", "&amp;"]
+    tokens = ["[CLS]", "the", *hostile, "[SEP]"]
+    enc = make_encoded(tokens, random_row_stochastic(np.random.default_rng(0), (1, 2, len(tokens), len(tokens))))
+    page_path = tmp_path / "hostile.html"
+    page_path.write_text(f"<!DOCTYPE html><html><body>{views.head_view(enc)._repr_html_()}</body></html>")
+    dialogs: list[str] = []
+    with browser_page() as (page, requests):
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.goto(page_path.as_uri())
+        frame = bertviz_frame(page)
+        labels = [t.strip() for t in frame.locator("svg text").all_text_contents()]
+        for token in hostile:
+            assert token in labels, f"{token!r} is not shown as text: {labels}"
+        assert frame.locator("img").count() == 0 and frame.locator("b").count() == 0
+        assert page.locator("img").count() == 0
+        screenshot(page, "bertviz_hostile_tokens.png")
+        assert not dialogs, f"a token ran script: {dialogs}"
+        assert_offline(requests)

@@ -25,11 +25,28 @@ def close_figures():
 
 
 def rendered(drawn) -> bytes:
-    """PNG bytes of a Figure, of the figure of an Axes, or of the figure of the first of several Axes."""
+    """PNG bytes of a Figure, of the figure of an Axes, or of the figure of the first of several Axes; each also
+    saves for publication (viz.save) as SVG, PDF and PNG."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        for fmt, magic in (("svg", b"<?xml"), ("pdf", b"%PDF"), ("png", b"\x89PNG")):
+            path = viz.save(drawn, Path(folder) / f"figure.{fmt}")
+            assert path.read_bytes().startswith(magic), fmt
     fig = getattr(drawn, "figure", None) or getattr(np.ravel(drawn)[0], "figure", drawn)
     png = viz.figure_png(fig)
     assert png.startswith(b"\x89PNG") and len(png) > 2000
     return png
+
+
+def test_save_keeps_text_as_text_and_refuses_an_unknown_format(tmp_path):
+    fig, ax = plt.subplots()
+    ax.set_title("head 3-9 <det>")
+    svg = viz.save(ax, tmp_path / "fig.svg").read_text()
+    assert "head 3-9 &lt;det&gt;" in svg  # a searchable, editable label, escaped
+    with pytest.raises(ValueError, match="save as one of .png, .svg, .pdf"):
+        viz.save(fig, tmp_path / "fig.jpg")
 
 
 def colour_bars(fig) -> int:
@@ -89,6 +106,13 @@ def test_syntax_figures_mark_the_best_head():
     attn = rng.dirichlet(np.ones(7), (L, H, 7)).astype(np.float32)
     example = syntax.ParsedAttention(attn, heads, relations, words)
     assert len(figures.relation_head(example, 1, 2, "det")) == 2
+    focused = np.zeros((L, H, 7, 7), dtype=np.float32)
+    focused[:, :, 1:6, 2] = 1  # every word attends to "cat": right for "The" (det), wrong for "cat" (nsubj)
+    focused[:, :, [0, 6], 0] = 1
+    left, _ = figures.relation_head(syntax.ParsedAttention(focused, heads, relations, words), 1, 1, "det")
+    assert left.get_title() == "det: head 1-1 (dependent → head),\n1 of 1 right on this sentence"
+    left, _ = figures.relation_head(syntax.ParsedAttention(focused, heads, relations, words), 1, 1, "nsubj")
+    assert left.get_title().endswith("0 of 1 right on this sentence")
     fig = figures.relation_heads([example, example, example], [("det", 1, 1, "dep->head"), ("nsubj", 2, 3, "head->dep"),
                                                                ("det", 2, 1, "dep->head")])
     assert sum(ax.axison for ax in fig.axes) == 0 and len(fig.axes) == 8  # 3 pairs drawn, the 4th left blank
@@ -233,3 +257,98 @@ def test_plot_heads_draws_one_titled_panel_per_head(kind):
     assert [ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>"] == ["first", "last"]
     with pytest.raises(ValueError, match="kind"):
         viz.plot_heads(enc, {"x": (1, 1)}, kind="bars")
+
+
+def _sink_and_prev(tokens):
+    """Every token: 0.6 to [CLS], 0.3 to the previous token, 0.1 to itself ([CLS]: 1.0 to itself)."""
+    n = len(tokens)
+    attn = np.zeros((n, n))
+    attn[0, 0] = 1.0
+    for i in range(1, n):
+        attn[i, 0] += 0.6
+        attn[i, i - 1] += 0.3
+        attn[i, i] += 0.1
+    return attn
+
+
+def test_plot_lines_fades_the_sink_and_keeps_top_k():
+    from matplotlib.colors import to_hex
+
+    from conftest import PAIR_TOKENS, make_encoded
+
+    enc = make_encoded(PAIR_TOKENS, _sink_and_prev(PAIR_TOKENS))
+    n = len(PAIR_TOKENS)
+    colours = lambda ax: [to_hex(line.get_color()) for line in ax.lines]  # noqa: E731
+    every = colours(viz.plot_lines(enc, 1, 1, stop=None))
+    assert len(every) == 1 + 3 * (n - 1) - 1  # row 1's "previous token" is [CLS] itself: one line of 0.9
+    attn = _sink_and_prev(PAIR_TOKENS)
+    into_special = int((attn[:, [j for j, t in enumerate(PAIR_TOKENS) if t in ("[CLS]", "[SEP]")]] > 0).sum())
+    assert into_special == n + 3  # every row to [CLS], both [SEP]s to themselves, "it" to the first [SEP]
+    assert every.count("#bbbbbb") == into_special and every.count(viz.PALETTE["prev"]) == len(every) - into_special
+    top1 = colours(viz.plot_lines(enc, 1, 1, stop=None, top_k=1))
+    assert top1 == ["#bbbbbb"] * n  # each token's heaviest line goes to [CLS], drawn pale
+    top2 = viz.plot_lines(enc, 1, 1, stop=None, top_k=2)
+    assert len(top2.lines) == 1 + 2 * (n - 1)  # [CLS]: one line; every other row its two heaviest
+    plain = colours(viz.plot_lines(enc, 1, 1, stop=None, fade_special=False))
+    assert set(plain) == {viz.PALETTE["prev"]}
+    with pytest.raises(ValueError, match="top_k"):
+        viz.plot_lines(enc, 1, 1, top_k=0)
+
+
+def test_plot_head_scales_a_broad_head_and_shows_a_colour_bar():
+    from conftest import PAIR_TOKENS, make_encoded
+
+    n = len(PAIR_TOKENS)
+    broad = np.full((n, n), 1 / n)
+    broad[0] = 0
+    broad[0, 0] = 1.0  # one large cell, as [CLS] -> [CLS] in a broad head
+    ax = viz.plot_head(make_encoded(PAIR_TOKENS, broad), 1, 1, vmax=None)
+    image, = ax.images
+    assert image.norm.vmax == pytest.approx(1 / n)  # not 1.0: the broad rows are not blank
+    bars = [a for a in ax.figure.axes if a.get_label() == "<colorbar>"]
+    assert len(bars) == 1 and bars[0].get_ylabel() == "attention"
+    assert image.colorbar.extend == "max"
+    fixed = viz.plot_head(make_encoded(PAIR_TOKENS, broad), 1, 1)
+    assert fixed.images[0].norm.vmax == 1.0 and fixed.images[0].colorbar.extend == "neither"
+    assert not viz.plot_head(make_encoded(PAIR_TOKENS, broad), 1, 1, colorbar=False).images[0].colorbar
+
+
+def test_pattern_examples_draws_one_titled_map_per_kind():
+    n = 12
+    maps = {"vertical": np.tile(np.eye(n)[0], (n, 1)), "diagonal": np.eye(n, k=-1) + np.eye(n)[:, :1] * np.eye(n)[0],
+            "heterogeneous": random_row_stochastic_maps(n)}
+    fig = figures.pattern_examples(maps, captions={"vertical": "head 2-3"})
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert [ax.get_title() for ax in panels] == list(maps)
+    assert panels[0].get_xlabel() == "head 2-3" and panels[1].get_xlabel() == ""
+    assert len(fig.axes) == len(maps) + 1  # one shared colour bar
+    np.testing.assert_array_equal(panels[0].images[0].get_array(), maps["vertical"])
+    rendered(fig)
+    with pytest.raises(ValueError, match="at least one"):
+        figures.pattern_examples({})
+
+
+def random_row_stochastic_maps(n):
+    values = rng.random((n, n))
+    return values / values.sum(1, keepdims=True)
+
+
+def test_table1_dot_plot_puts_paper_and_run_side_by_side():
+    from bertlook_utils import compare, paper
+
+    relations = compare.TABLE1_RELATIONS
+    heads = pd.DataFrame({"relation": relations, "layer": 1, "head": 2, "direction": "dep->head",
+                          "accuracy": np.linspace(0.3, 0.9, len(relations)), "n": 100})
+    heads["low"], heads["high"] = heads["accuracy"] - 0.02, heads["accuracy"] + 0.02
+    baseline = pd.DataFrame({"relation": relations, "offset": 1, "accuracy": 0.2, "n": 100})
+    fig = figures.table1(heads, baseline)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == len(paper.TABLE1) and labels[0] == "all (7-6 | 1-2)"
+    assert any(label.startswith("compound (") for label in labels)  # the paper's nn, in spaCy's name
+    paper_heads, run_heads = ax.collections[2].get_offsets(), ax.collections[5].get_offsets()  # after lines, offsets
+    np.testing.assert_allclose(paper_heads[:, 0], paper.TABLE1["accuracy"])
+    np.testing.assert_allclose(run_heads[:, 0], 100 * heads["accuracy"])
+    rendered(fig)
+    with pytest.raises(ValueError, match="no relation"):
+        figures.table1(heads.assign(relation="xyz"), baseline)

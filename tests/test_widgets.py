@@ -112,7 +112,7 @@ def test_grid_explorer_redraws_per_example(examples):
     assert plt.get_fignums() == open_before  # nothing left for the inline backend to show twice
 
 
-def test_display_shows_live_widget_and_static_snapshot(examples, monkeypatch):
+def test_display_is_one_output_live_widget_first_snapshot_as_fallback(examples, monkeypatch):
     import IPython.display
 
     shown = []
@@ -121,12 +121,60 @@ def test_display_shows_live_widget_and_static_snapshot(examples, monkeypatch):
     first = shown_png(explorer)
     explorer.head.value = 2  # the snapshot stays the first view
     explorer._ipython_display_()
-    assert shown[0][0] is explorer.widget
+    assert len(shown) == 1  # JupyterLab renders the widget view and nothing else
+    (bundle, kwargs), = shown
+    assert kwargs == {"raw": True}
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id
+    assert base64.b64decode(bundle["image/png"]) == first
+    assert bundle["text/plain"] == "example 1, head 1-1"
     assert explorer.output in explorer.widget.children
-    snapshot = [obj for obj, kwargs in shown if isinstance(obj, dict) and "image/png" in obj]
-    assert len(snapshot) == 1 and base64.b64decode(snapshot[0]["image/png"]) == first
-    assert any("Snapshot" in str(getattr(obj, "data", "")) for obj, _ in shown)
 
     shown.clear()
-    widgets.head_explorer(examples, snapshot=False)._ipython_display_()
-    assert len(shown) == 1
+    explorer = widgets.head_explorer(examples, snapshot=False)
+    explorer._ipython_display_()
+    assert [obj for obj, _ in shown] == [explorer.widget]
+
+
+class FakeEncoder:
+    """encode(a, b=None): the words of a (and b) as tokens, every head attending to the previous token."""
+
+    def __init__(self, n_layers=2, n_heads=3):
+        self.shape = (n_layers, n_heads)
+        self.calls = []
+
+    def encode(self, a, b=None):
+        self.calls.append((a, b))
+        tokens = ["[CLS]", *a.split(), "[SEP]", *(b.split() + ["[SEP]"] if b else [])]
+        return make_encoded(tokens, np.broadcast_to(prev_map(len(tokens)), (*self.shape, len(tokens), len(tokens))))
+
+
+@pytest.mark.parametrize("make", [widgets.head_explorer, widgets.grid_explorer], ids=["head", "grid"])
+def test_own_text_is_encoded_added_and_shown(examples, make):
+    encoder = FakeEncoder()
+    explorer = make(examples, encoder=encoder)
+    box = explorer.own_text.box
+    assert box in explorer.widget.children[0].children
+    first = shown_png(explorer)
+    box.value = "the cat sat | it ran"
+    assert encoder.calls == [("the cat sat", "it ran")]
+    assert len(explorer.examples) == 4 and explorer.example.value == 3
+    assert explorer.example.options[-1][0].startswith("4: the cat sat | it ran")
+    assert shown_png(explorer) != first and explorer.own_text.message.value == "8 tokens"
+    box.value = "a dog barked"  # a single text
+    assert encoder.calls[-1] == ("a dog barked",) + (None,) and len(explorer.examples) == 5
+
+
+@pytest.mark.parametrize("text, message", [("   ", ""), ("a | b | c", "type a text, or two texts separated by |"),
+                                           ("a |", "type a text, or two texts separated by |"),
+                                           (" ".join(["word"] * 61), "61 words: at most 60, please")])
+def test_own_text_refuses_bad_input_with_a_message(examples, text, message):
+    encoder = FakeEncoder()
+    explorer = widgets.head_explorer(examples, encoder=encoder)
+    assert explorer.own_text.add(text) is None
+    assert explorer.own_text.message.value == message and not encoder.calls and len(explorer.examples) == 3
+
+
+def test_own_text_from_another_model_is_refused(examples):
+    explorer = widgets.head_explorer(examples, encoder=FakeEncoder(n_layers=4))
+    with pytest.raises(ValueError, match="not the model"):
+        explorer.own_text.add("the cat sat")

@@ -138,10 +138,20 @@ def drop_test_markers(nb) -> None:
 
 
 def execute(nb, folder: Path, timeout: int = 1800) -> None:
-    """Run every cell of `nb` in place, as `make run` does, with `folder` as the working directory."""
-    from nbconvert.preprocessors import ExecutePreprocessor
+    """Run every cell of `nb` in place, as `make run` does, with `folder` as the working directory. The kernel
+    talks over local sockets (IPC), so it prints no "running over TCP without encryption" warning."""
+    import tempfile
 
-    ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(folder)}})
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    with tempfile.TemporaryDirectory() as sockets:  # an absolute socket path: the kernel runs in `folder`
+        kernel = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
+        try:
+            NotebookClient(nb, km=kernel, timeout=timeout, resources={"metadata": {"path": str(folder)}}).execute()
+        finally:
+            if kernel.has_kernel:
+                kernel.shutdown_kernel(now=True)
 
 
 def export(notebook: Path, out: Path = OUT, to: str = "slides", run: bool = False) -> Path:
