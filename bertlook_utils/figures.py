@@ -245,7 +245,7 @@ def table1(heads: pd.DataFrame, baseline: pd.DataFrame, title: str | None = None
     relations = [r for r in reported.index if r in ours.index and r in offsets.index]
     if not relations:
         raise ValueError("heads and baseline share no relation with the paper's Table 1")
-    fig, ax = plt.subplots(figsize=(8.5, 0.36 * len(relations) + 1.6))
+    fig, ax = plt.subplots(figsize=(11, 0.3 * len(relations) + 1.1))
     y = np.arange(len(relations))
     for shift, colour, head, base, name in (
             (-0.17, PALETTE["paper"], reported.loc[relations, "accuracy"], reported.loc[relations, "baseline"],
@@ -263,7 +263,7 @@ def table1(heads: pd.DataFrame, baseline: pd.DataFrame, title: str | None = None
     ax.set_yticks(y, names, fontsize=9)
     ax.set_ylim(len(relations) - 0.5, -0.5)
     ax.set(xlim=(0, 100), xlabel="accuracy (%): the word with most attention is the syntactic head")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title(title or "Table 1: best head vs best fixed offset (head: paper | this run)")
     return fig
 
@@ -441,7 +441,7 @@ def mds_map(result: ClusterResult, colour_by: str = "behaviour", ax=None, highli
                          f"not {colour_by!r}")
     if annotate:
         for _, row in heads.iterrows():
-            ax.annotate(row["label"], (row["x"], row["y"]), fontsize=6.5, alpha=0.7, xytext=(3, 2),
+            ax.annotate(row["label"], (row["x"], row["y"]), fontsize=8, alpha=0.7, xytext=(3, 2),
                         textcoords="offset points")
     if highlight is not None:
         row = heads.iloc[highlight]
@@ -454,18 +454,19 @@ def mds_map(result: ClusterResult, colour_by: str = "behaviour", ax=None, highli
 
 
 def dendrogram(result: ClusterResult, ax=None, method: str = "average"):
-    """The heads as an average-linkage tree of their JS divergence per token; labels coloured by behaviour."""
+    """The heads as an average-linkage tree of their JS divergence per token, drawn sideways so that every
+    head's label is horizontal text at 8 pt; labels coloured by behaviour."""
     from scipy.cluster.hierarchy import dendrogram as draw_tree
 
-    ax = ax or plt.subplots(figsize=(14, 3.8))[1]
+    ax = ax or plt.subplots(figsize=(7, 0.17 * len(result.heads) + 1))[1]
     tree = draw_tree(linkage(result.mean_distances, method), ax=ax, labels=result.heads["label"].tolist(),
-                     color_threshold=0, above_threshold_color=PALETTE["other"], leaf_font_size=8)
+                     orientation="left", color_threshold=0, above_threshold_color=PALETTE["other"], leaf_font_size=8)
     behaviour = dict(zip(result.heads["label"], result.heads["behaviour"]))
-    for text in ax.get_xticklabels():
+    for text in ax.get_yticklabels():
         text.set_color(PALETTE.get(behaviour[text.get_text()], PALETTE["other"]))
-    ax.set_ylabel("JS divergence per token (nats)")
+    ax.set_xlabel("JS divergence per token (nats)")
     ax.grid(False)
-    ax.set_title(f"{method}-linkage tree of the heads (labels coloured by behaviour)")
+    ax.set_title(f"{method}-linkage tree of the heads\n(labels coloured by behaviour)")
     return tree
 
 
@@ -526,18 +527,21 @@ def finetuning_loss(tuned: Mapping[str, FineTuned], window: int = 5):
 
 def pattern_examples(maps: Mapping[str, np.ndarray], captions: Mapping[str, str] | None = None):
     """Kovaleva et al. Figure 1: one map [n, n] per kind of pattern (kind -> map, e.g. hand-labelled maps of this
-    run), side by side without token labels, each titled in its kind's colour, with one shared colour bar."""
+    run), side by side without token labels, each titled in its kind's colour. As in the paper, each map's
+    colours run to its own 99th percentile (a broad map is not blank beside a stripe), under one colour bar."""
     if not maps:
         raise ValueError("give at least one map: {kind: [n, n] array}")
-    fig, axes = plt.subplots(1, len(maps), figsize=(2.6 * len(maps) + 1, 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(maps), figsize=(2.4 * len(maps) + 1, 2.9), squeeze=False)
     for ax, (kind, attn) in zip(axes[0], maps.items()):
-        image = ax.imshow(attn, cmap=ATTENTION_CMAP, vmin=0, vmax=1, interpolation="nearest")
+        attn = np.asarray(attn, dtype=float)
+        image = ax.imshow(attn / max(float(np.percentile(attn, 99)), 1e-12), cmap=ATTENTION_CMAP, vmin=0, vmax=1,
+                          interpolation="nearest")
         ax.set(xticks=[], yticks=[])
         ax.grid(False)
         ax.set_title(kind, color=PATTERN_COLOURS.get(kind, "black"), fontweight="bold")
         if captions and kind in captions:
             ax.set_xlabel(captions[kind], fontsize=9)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="attention")
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="attention / map's 99th pct.", extend="max")
     return fig
 
 
@@ -812,8 +816,8 @@ def null_space_twin(attn: np.ndarray, twin: np.ndarray, tokens: Sequence[str], t
                                               (axes[1], twin, "another map, same output", ATTENTION_CMAP, 0, 1),
                                               (axes[2], twin - attn, "difference", DIVERGING_CMAP, -limit, limit)):
         image = ax.imshow(values, cmap=cmap, vmin=low, vmax=high)
-        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
-        ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
         ax.set_title(name)
         ax.grid(False)
         fig.colorbar(image, ax=ax, shrink=0.75)
@@ -939,8 +943,8 @@ def rollout_and_flow(tokens: Sequence[str], maps: Mapping[str, np.ndarray]):
     fig, axes = plt.subplots(1, len(maps), figsize=(5.2 * len(maps), 4.8))
     for ax, (name, values) in zip(axes, maps.items()):
         image = ax.imshow(values, cmap=ATTENTION_CMAP, vmin=0, vmax=float(np.max(values)))
-        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
-        ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
         ax.set_title(name)
         ax.grid(False)
         fig.colorbar(image, ax=ax, shrink=0.75)

@@ -42,3 +42,18 @@ def test_a_result_table_shows_styled_html_and_plain_text():
     assert repr(compare.show(frame)) == frame.to_string(index=False)
     with pytest.raises(ValueError, match="DataFrame"):
         compare.show(frame.to_string())
+
+
+def test_the_slides_readme_counts_the_talks_slides():
+    import re
+    from pathlib import Path
+
+    import nbformat
+
+    ROOT = Path(__file__).resolve().parents[1]
+    talk_nb = nbformat.read(ROOT / "slides" / "bertlook_talk.ipynb", 4)
+    kinds = [cell.metadata.get("slideshow", {}).get("slide_type") for cell in talk_nb.cells]
+    slides = kinds.count("slide") + kinds.count("subslide")
+    stated = re.search(r"(\d+) slides, each with speaker notes", (ROOT / "slides" / "README.md").read_text())
+    assert stated and int(stated.group(1)) == slides
+    assert kinds.count("notes") == slides  # a notes cell per slide
