@@ -335,12 +335,14 @@ def coref_readings(result: CorefResult) -> pd.DataFrame:
 
 def coref_learned(result: CorefResult) -> pd.DataFrame:
     """The learned combination of all heads beside the best single head and the sieve (%, held-out half, 95 %
-    intervals): how much a linear read-out of the attention finds, a lower bound on what the heads hold."""
+    intervals): how much a linear read-out of the attention finds, a lower bound on what the heads hold. Whole
+    percents: the trained read-out's first decimal depends on the CPU's floating point (87.4 on one machine,
+    87.5 on another)."""
     ours = {(r.system, r.type): r for r in result.table.itertuples(index=False)}
     systems = {COMBINED: "logistic regression on every head's log attention (trained on the selection half)",
                best_head_label(result.best): "one head, no training",
                "rule-based (sieves)": "rules with a gender / number / animacy lexicon"}
-    return pd.DataFrame([{"system": name, **{t: f"{100 * ours[(name, t)].accuracy:.1f} [{100 * ours[(name, t)].low:.0f}–"
+    return pd.DataFrame([{"system": name, **{t: f"{100 * ours[(name, t)].accuracy:.0f} [{100 * ours[(name, t)].low:.0f}–"
                                                  f"{100 * ours[(name, t)].high:.0f}]" for t in MENTION_TYPES},
                           "what it is": note} for name, note in systems.items()])
 

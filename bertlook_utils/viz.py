@@ -182,12 +182,12 @@ def heatmap_by_head(values: np.ndarray, ax=None, title: str | None = None, cmap=
     if fmt is not None:
         dark = image.norm(values) > 0.6 if cmap is ATTENTION_CMAP else np.abs(image.norm(values) - 0.5) > 0.35
         for (i, j), value in np.ndenumerate(values):
-            ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=7,
+            ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8,
                     color="white" if dark[i, j] else "black")
     for layer, head in boxes:
         ax.add_patch(Rectangle((head - 1.5, layer - 1.5), 1, 1, fill=False, edgecolor="black", lw=2))
     for (layer, head), text in (notes or {}).items():
-        ax.text(head - 1, layer - 1, text, ha="center", va="center", fontsize=7)
+        ax.text(head - 1, layer - 1, text, ha="center", va="center", fontsize=8)
     ax.set_xticks(range(n_heads), range(1, n_heads + 1))
     ax.set_yticks(range(n_layers), range(1, n_layers + 1))
     ax.set_xlabel("head")

@@ -48,16 +48,21 @@ def assert_bertviz_drawn(frame, tokens: list[str]) -> None:
     assert lines > len(tokens), f"only {lines} attention lines drawn"
 
 
+def assert_tour_bertviz(page, shot: str) -> None:
+    """Notebook 00's BertViz view is drawn on `page` (its example pair's tokens and lines); saves a screenshot."""
+    frame = bertviz_frame(page)
+    frame.locator("svg").first.scroll_into_view_if_needed()
+    assert_bertviz_drawn(frame, ["chef", "soup"])
+    screenshot(page, shot)
+
+
 def test_exported_notebook_shows_bertviz(tmp_path):
     subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"), "--to", "html", "--out", str(tmp_path),
                     str(TOUR)], check=True, cwd=ROOT)
     page_path = tmp_path / "00_tour.html"
     with browser_page() as (page, requests):
         page.goto(page_path.as_uri())
-        frame = bertviz_frame(page)
-        frame.locator("svg").first.scroll_into_view_if_needed()
-        assert_bertviz_drawn(frame, ["chef", "soup"])
-        screenshot(page, "export_00_tour_bertviz.png")
+        assert_tour_bertviz(page, "export_00_tour_bertviz.png")
         assert_offline(requests)
 
 
@@ -114,10 +119,25 @@ def test_jupyterlab_runs_the_tour_with_live_widgets_and_bertviz(tmp_path):
                                timeout=30_000)
         screenshot(page, "lab_00_tour_explorer.png")
 
-        frame = bertviz_frame(page)
-        frame.locator("svg").first.scroll_into_view_if_needed()
-        assert_bertviz_drawn(frame, ["chef", "soup"])
-        screenshot(page, "lab_00_tour_bertviz.png")
+        # the learner's own text: typed into the box, encoded, added to the menu, drawn
+        before = image.get_attribute("src")
+        box = explorer.locator(".widget-text input").first
+        box.fill("The cat sat on the mat. | It was warm.")
+        box.press("Enter")
+        page.wait_for_function("(before) => { const img = document.querySelector('.bertlook-head-explorer "
+                               ".jp-OutputArea-output img'); return img && img.src !== before; }", arg=before,
+                               timeout=30_000)
+        assert "The cat sat on the mat." in explorer.locator("select").first.evaluate(
+            "select => select.options[select.selectedIndex].text").replace("\xa0", " ")  # ipywidgets pads with nbsp
+        # in Lab only the live widget shows: no static snapshot beside it in the cell's output
+        outside = page.evaluate("""() => {
+            const cell = document.querySelector('.bertlook-head-explorer').closest('.jp-Cell');
+            return [...cell.querySelectorAll('.jp-OutputArea-output img')]
+                .filter(img => !img.closest('.bertlook-head-explorer')).length; }""")
+        assert outside == 0, f"{outside} static images beside the live explorer"
+        screenshot(page, "lab_00_tour_own_text.png")
+
+        assert_tour_bertviz(page, "lab_00_tour_bertviz.png")
         assert_offline(requests)
 
 

@@ -232,7 +232,7 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
     assert side.loc[paper.TABLE2_NEURAL, "this run"].startswith("not run")  # the learned row is not its counterpart
     assert not side.apply(lambda column: column.str.contains("learned")).any().any()
     learned = compare.coref_learned(result).set_index("system")
-    assert coref.COMBINED in learned.index and learned.loc["best head 1-2", "all"] == "100.0 [100–100]"
+    assert coref.COMBINED in learned.index and learned.loc["best head 1-2", "all"] == "100 [100–100]"
     assert list(compare.coref_readings(result)["best head"]) == ["1-2"] * 3
     assert len(figures.table2(result).axes) == 4
     assert (coref.by_head_word(result, [label])[label] == 1).all()
