@@ -47,7 +47,7 @@ $(STAMP): pyproject.toml requirements.lock Makefile  # the Makefile: its --no-de
 ## folder>, with that model into build/models/<name>/, whose report puts it beside the default model
 run: setup
 	$(PY) tools/export.py --to html --execute --out $(BUILD) $(NOTEBOOKS)
-	$(PY) -m bertlook_utils.report --out $(BUILD)/report.md $(if $(MODEL),--model default --model "$(MODEL)")
+	$(PY) -m bertlook_utils.present.report --out $(BUILD)/report.md $(if $(MODEL),--model default --model "$(MODEL)")
 	@echo "open $(BUILD)/*.html and $(BUILD)/report.md (offline pages)"
 
 ## prefill: run every notebook once (outputs discarded) so that the cache holds what a class needs, and say how
@@ -57,7 +57,7 @@ prefill: setup
 
 ## report: only the report (fast once the cache is warm)
 report: setup
-	$(PY) -m bertlook_utils.report --out $(BUILD)/report.md $(if $(MODEL),--model default --model "$(MODEL)")
+	$(PY) -m bertlook_utils.present.report --out $(BUILD)/report.md $(if $(MODEL),--model default --model "$(MODEL)")
 
 ## extract: fill the cache for notebooks 01, 03 and 07 with PROCS processes started by torchrun (README: "Scale")
 extract: setup

@@ -311,8 +311,8 @@ def package_fingerprint() -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    for path in sorted((REPO / "bertlook_utils").glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
+    for path in sorted((REPO / "bertlook_utils").rglob("*.py")):
+        digest.update(path.relative_to(REPO).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()
 
 

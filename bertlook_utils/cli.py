@@ -20,9 +20,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from .cache import DEFAULT_CACHE_DIR
-from .extract import BLOCK_SIZE, process_group
-from .models import model_name
+from .core.cache import DEFAULT_CACHE_DIR
+from .engine.extract import BLOCK_SIZE, process_group
+from .core.models import model_name
 
 ANALYSES = ("surface", "clustering")
 
@@ -45,7 +45,7 @@ def read_items(path: Path) -> list:
 
 def _segments(tokenizer, n: int, seeds: list[int], cache_dir: Path) -> list:
     """`n` segments for each seed, one seed after the other (the corpus gives about 3,500 per seed)."""
-    from .corpora import make_segments
+    from .data.corpora import make_segments
 
     return [s for seed in seeds for s in make_segments(tokenizer, n, seed, cache_dir=cache_dir)]
 
@@ -62,7 +62,8 @@ def _join_launcher() -> tuple[int, int]:
 def extract(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
-    from . import clustering, load_encoder, surface
+    from .analyses import clustering, surface
+    from .core.models import load_encoder
 
     rank, world = _join_launcher()
     encoder = load_encoder(args.model)

@@ -221,12 +221,6 @@ def test_entry_path_depends_on_every_key(tmp_path):
     assert len(variants) == 5 and base not in variants
 
 
-def test_code_version_is_a_stable_sha256():
-    assert cache.code_version("surface") == cache.code_version("surface")
-    assert len(cache.code_version("surface")) == 64
-    int(cache.code_version("surface"), 16)
-
-
 def _truncate(raw: bytes) -> bytes:
     return raw[: len(raw) // 2]
 
@@ -302,26 +296,3 @@ def test_items_fingerprint_changes_with_the_text_only():
     assert items_fingerprint(segs) == items_fingerprint(same)
     assert items_fingerprint(segs) != items_fingerprint(other)
     assert items_fingerprint(["a b", ("c", "d")]) != items_fingerprint(["a b", ("c", "e")])
-
-
-def test_code_version_follows_package_imports_only(tmp_path, monkeypatch):
-    sources = {"engine": "x = 1\n", "surface": "from .engine import x\n", "viz": "from .surface import x\n",
-               "syntax": "from . import engine, wordlevel\n", "wordlevel": "def f():\n    from .deep import z\n",
-               "deep": "z = 1\n"}
-    for name, text in sources.items():
-        (tmp_path / f"{name}.py").write_text(text)
-    monkeypatch.setattr(cache, "PACKAGE_DIR", tmp_path)
-
-    def versions():
-        cache.code_version.cache_clear()
-        return {name: cache.code_version(name) for name in ("surface", "syntax")}
-
-    base = versions()
-    (tmp_path / "viz.py").write_text("from .surface import x  # a figure changed, no number did\n")
-    assert versions() == base  # a module that imports the analysis is not part of its version
-    (tmp_path / "deep.py").write_text("z = 2\n")  # imported by syntax only, inside a function of wordlevel
-    changed = versions()
-    assert changed["surface"] == base["surface"] and changed["syntax"] != base["syntax"]
-    (tmp_path / "engine.py").write_text("x = 2\n")  # imported by both, directly or not
-    assert all(versions()[name] != changed[name] for name in changed)
-    cache.code_version.cache_clear()

@@ -1,72 +1,57 @@
-"""The package's floor plan: every module sits on one layer and imports only from its own layer or below, and
-nothing below the presentation layer imports a plotting or widget library — not even inside a function.
+"""The package's floor plan, read from its folders: every module sits in one layer's folder and imports only
+from its own layer or below, and nothing below `present` imports a drawing library — not even inside a function.
 
-Read from the source with `ast` (every `import` and `from ... import` anywhere in a module), so it needs no
-import of the package. Since the cache keys a result by the source of its module and of what that imports
-(`cache.code_version`), this is also what keeps a figure's colour out of the analyses' cache keys.
+The order of the layers is `bertlook_utils.LAYERS`; the modules of a layer are the files under its folder; the
+imports come from `core.source.imports` (the same reader that keys the cache). Since no analysis imports
+presentation code, a figure's colour stays out of every analysis's cache key. The package docstring and the
+README's architecture section are checked against the same folders, so neither can drift.
 """
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "bertlook_utils"
+import bertlook_utils
+from bertlook_utils import DRAWING_LAYER, LAYERS
+from bertlook_utils.core.source import PACKAGE_DIR, imports, module_name
 
-LAYERS = {  # bottom up
-    "ground": {"conventions", "cache", "packaged", "models", "intervals", "trees", "intervene", "wordlevel", "threads"},
-    "data": {"corpora", "parses", "corefdata", "tasks", "parsecheck"},
-    "engine": {"extract"},
-    "analyses": {"surface", "syntax", "coref", "probes", "clustering", "patterns", "gradients", "finetune", "disabling",
-                 "relations", "tokentypes", "patternnet", "patternlearn", "norms", "identifiability", "attribution",
-                 "importance"},
-    "presentation": {"paper", "claims", "assets", "viz", "figures", "compare", "widgets", "views", "talk", "report",
-                     "classroom", "exercises"},
-    "entry points": {"cli", "__init__"},
-}
-ORDER = list(LAYERS)
+README = PACKAGE_DIR.parent / "README.md"
 DRAWING_LIBRARIES = {"matplotlib", "ipywidgets", "IPython", "bertviz", "plotly", "seaborn"}
+ENTRY = "entry"  # modules beside the layer folders (cli, the package's face) sit above every layer
 
 
-def imports(path: Path) -> list[tuple[int, str, bool]]:
-    """(line, name, is_package_module) of every import in a module's source, inside functions too: package
-    modules by their name ("viz"), other imports by their top-level package ("matplotlib")."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                top, _, rest = alias.name.partition(".")
-                own = top == PACKAGE.name
-                found.append((node.lineno, rest.partition(".")[0] if own else top, own))
-        elif isinstance(node, ast.ImportFrom):
-            if node.level or (node.module or "").partition(".")[0] == PACKAGE.name:
-                module = (node.module or "") if node.level else (node.module or "").partition(".")[2]
-                names = [module.partition(".")[0]] if module else [alias.name for alias in node.names]
-                found += [(node.lineno, name, True) for name in names]
-            else:
-                found.append((node.lineno, (node.module or "").partition(".")[0], False))
-    return found
+def layer_of(path: Path, package: Path = PACKAGE_DIR) -> str | None:
+    """The layer folder a module file sits in; ENTRY for a file directly in the package; None for a folder
+    that is no layer."""
+    parts = path.relative_to(package).parts
+    if len(parts) == 1:
+        return ENTRY
+    return parts[0] if parts[0] in LAYERS else None
 
 
-def violations(package: Path = PACKAGE, layers: dict[str, set[str]] = LAYERS) -> list[str]:
+def violations(package: Path = PACKAGE_DIR) -> list[str]:
     """Every breach of the floor plan, one line each (empty when the package keeps it)."""
-    layer_of = {module: ORDER.index(layer) for layer, modules in layers.items() for module in modules}
-    presentation = ORDER.index("presentation")
+    order = [*LAYERS, ENTRY]
     found = []
-    for path in sorted(package.glob("*.py")):
-        module = path.stem
-        if module not in layer_of:
-            found.append(f"{module}: on no layer; place it in LAYERS")
+    for path in sorted(package.rglob("*.py")):
+        here, name = layer_of(path, package), module_name(path, package).removeprefix(f"{package.name}.")
+        if here is None:
+            found.append(f"{name}: in no layer's folder ({', '.join(LAYERS)})")
             continue
-        for line, name, own in imports(path):
-            if own and name in layer_of and layer_of[name] > layer_of[module]:
-                found.append(f"{module}:{line}: imports {name} ({ORDER[layer_of[name]]}) from below, on the "
-                             f"{ORDER[layer_of[module]]} layer")
-            elif not own and name in DRAWING_LIBRARIES and layer_of[module] < presentation:
-                found.append(f"{module}:{line}: imports {name}, a drawing library, on the "
-                             f"{ORDER[layer_of[module]]} layer")
+        for target in imports(path, package):
+            top = target.module.partition(".")[0]
+            if target.own:
+                parts = target.module.split(".")
+                there = parts[1] if len(parts) > 1 and parts[1] in LAYERS else ENTRY
+                if order.index(there) > order.index(here):
+                    found.append(f"{name}:{target.line}: imports {target.module.removeprefix(package.name + '.')} "
+                                 f"({there}) from below, in {here}")
+            elif top in DRAWING_LIBRARIES and order.index(here) < order.index(DRAWING_LAYER):
+                found.append(f"{name}:{target.line}: imports {top}, a drawing library, in {here}")
     return found
 
 
@@ -74,40 +59,88 @@ def test_the_package_keeps_its_layers():
     assert violations() == []
 
 
-def test_every_module_of_the_package_is_on_a_layer():
-    placed = set().union(*LAYERS.values())
-    assert {p.stem for p in PACKAGE.glob("*.py")} == placed
+def test_every_layer_is_a_folder_with_a_docstring():
+    for layer in LAYERS:
+        init = PACKAGE_DIR / layer / "__init__.py"
+        assert init.is_file(), f"{layer} has no folder with an __init__.py"
+        assert ast.get_docstring(ast.parse(init.read_text())).startswith(f"{layer}: ")
+    strays = [p.name for p in PACKAGE_DIR.iterdir() if p.is_dir() and p.name not in LAYERS and p.name != "__pycache__"]
+    assert strays == []
 
 
-def test_a_bad_import_anywhere_in_an_analysis_is_caught(tmp_path):
-    """The check can fail: an analysis that draws (inside a function), imports a figure module, or a module on
-    no layer are each reported, with the line."""
-    copy = tmp_path / PACKAGE.name
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    surface = copy / "surface.py"
+def test_a_bad_import_anywhere_is_caught(tmp_path):
+    """The check can fail: an analysis that draws (inside a function), imports a figure module or the lab, a
+    module in no layer's folder, and an engine module that imports an analysis are each reported, with the line."""
+    copy = tmp_path / PACKAGE_DIR.name
+    shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    surface = copy / "analyses" / "surface.py"
     source = surface.read_text()
     n = source.count("\n")
     surface.write_text(source + "\n\ndef draw_it():\n    import matplotlib.pyplot as plt\n"
-                                "    from .figures import entropy_by_layer\n    return plt, entropy_by_layer\n")
-    (copy / "stray.py").write_text("from . import viz\n")
-    (copy / "syntax.py").write_text((copy / "syntax.py").read_text() + "\nfrom bertlook_utils import widgets\n")
+                                "    from ..present.figures import entropy_by_layer\n"
+                                "    from ..lab import claims\n    return plt, entropy_by_layer, claims\n")
+    (copy / "stray").mkdir()
+    (copy / "stray" / "loose.py").write_text("x = 1\n")
+    extract = copy / "engine" / "extract.py"
+    extract.write_text(extract.read_text() + "\nfrom bertlook_utils.analyses import syntax\n")
     found = violations(copy)
-    assert f"surface:{n + 4}: imports matplotlib, a drawing library, on the analyses layer" in found
-    assert f"surface:{n + 5}: imports figures (presentation) from below, on the analyses layer" in found
-    assert any(line.startswith("syntax:") and "imports widgets (presentation)" in line for line in found)
-    assert "stray: on no layer; place it in LAYERS" in found
-    assert len(found) == 4
+    assert f"analyses.surface:{n + 4}: imports matplotlib, a drawing library, in analyses" in found
+    assert f"analyses.surface:{n + 5}: imports present.figures (present) from below, in analyses" in found
+    assert f"analyses.surface:{n + 6}: imports lab.claims (lab) from below, in analyses" in found
+    assert any(line.startswith("engine.extract:") and "imports analyses.syntax (analyses)" in line for line in found)
+    assert "stray.loose: in no layer's folder (core, data, engine, analyses, present, lab)" in found
+    assert len(found) == 5
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from . import viz, figures", [(1, "viz", True), (1, "figures", True)]),
-    ("from .syntax import HeadScores", [(1, "syntax", True)]),
-    ("import bertlook_utils.viz as v", [(1, "viz", True)]),
-    ("from bertlook_utils.compare import table", [(1, "compare", True)]),
-    ("def f():\n    from matplotlib import pyplot", [(2, "matplotlib", False)]),
-    ("import numpy as np, IPython.display", [(1, "numpy", False), (1, "IPython", False)]),
-])
-def test_imports_are_read_in_every_form(tmp_path, source, expected):
-    path = tmp_path / "module.py"
-    path.write_text(source + "\n")
-    assert imports(path) == expected
+# -- the two written records of the floor plan -----------------------------------------------------------------
+def first_line(path: Path) -> str:
+    """The first sentence of a module's docstring, on one line."""
+    paragraph = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split("\n\n")[0].split())
+    return re.split(r"(?<=[^l.][.!?])\s+(?=[A-Z`])", paragraph)[0]
+
+
+def architecture() -> str:
+    """The README's architecture table, rendered from the folders and the modules' docstrings."""
+    rows = ["| layer | module | what it is |", "|---|---|---|"]
+    for layer in [*LAYERS, ENTRY]:
+        folder = PACKAGE_DIR / layer if layer != ENTRY else PACKAGE_DIR
+        paths = sorted(folder.rglob("*.py") if layer != ENTRY else folder.glob("*.py"))
+        for path in paths:
+            if path.name == "__init__.py" and path.parent in (PACKAGE_DIR, PACKAGE_DIR / layer):
+                continue
+            name = module_name(path).removeprefix(f"{PACKAGE_DIR.name}.")
+            rows.append(f"| {layer} | `{name}` | {first_line(path)} |")
+    return "\n".join(rows)
+
+
+def test_the_package_docstring_names_every_layer_in_order():
+    said = re.findall(r"^- `(\w+)(?:\.py)?`: (.*)$", bertlook_utils.__doc__, re.MULTILINE)
+    assert [name for name, _ in said] == [*LAYERS, "cli"]
+    for layer, text in said[:-1]:
+        assert first_line(PACKAGE_DIR / layer / "__init__.py").rstrip(".") == f"{layer}: {text}"
+
+
+MARKERS = ("<!-- architecture: generated by `python tests/test_layers.py` -->", "<!-- end of architecture -->")
+
+
+def readme_with_architecture(text: str) -> str:
+    """The README's text with the architecture table between its markers rendered anew."""
+    start, end = MARKERS
+    assert start in text and end in text, "the README lost its architecture markers"
+    return text[:text.index(start) + len(start)] + f"\n{architecture()}\n" + text[text.index(end):]
+
+
+def test_the_readme_architecture_section_is_the_folders():
+    """The README's table is exactly what the folders and docstrings say (`python tests/test_layers.py`
+    rewrites it)."""
+    text = README.read_text()
+    assert readme_with_architecture(text) == text
+
+
+def test_every_module_has_a_docstring_for_the_map():
+    missing = [str(p.relative_to(PACKAGE_DIR)) for p in PACKAGE_DIR.rglob("*.py") if not first_line(p)]
+    assert missing == []
+
+
+if __name__ == "__main__":
+    README.write_text(readme_with_architecture(README.read_text()))

@@ -1,0 +1,276 @@
+"""Fine-tune an encoder on the kit's classification tasks (`tasks`), and the baselines that say what it gained.
+
+`finetune(encoder, data)` trains a copy of the encoder plus a linear head on [CLS] (seeded, cached under
+data/cache as a model folder that `load_encoder(folder)` reads, with the head beside it) and returns a
+`FineTuned`. `task_scores` puts the fine-tuned model's test accuracy beside four baselines (SCORE_COLUMNS):
+the majority class; the pre-trained encoder with an untrained linear head on [CLS] (no task training at all,
+Kovaleva et al.'s "pre-trained" row); and a linear head (logistic regression) trained on the frozen encoder's
+[CLS] state, and on its mean-pooled last-layer states (the pooling the default model was trained with). Both
+frozen features come from one forward pass (`FrozenStates`). Disabling heads is `disabling`.
+
+Every input reaches the model through the engine's padded batches (`extract.batches`), cut to `max_length`
+tokens. Training cannot be a streaming reducer (it updates the weights); the frozen features are a reducer
+that runs the model itself, cached block by block like every pass. Caches are keyed by model, data and the
+code version of this module (and what it imports): any edit here retrains, never a stale model.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from ..core.cache import DEFAULT_CACHE_DIR, entry_path
+from ..core.source import code_version
+from ..engine.extract import Batch, Reducer, batches, concatenate, reduce
+from ..core.models import Encoder, load_encoder, save_folder
+from ..data.tasks import Example, TaskData
+from ..core.threads import one_thread
+
+HEAD_FILE = "classifier_head.pt"
+META_FILE = "bertlook_task.json"
+SCORE_COLUMNS = ("majority class", "untrained head", "frozen [CLS]", "frozen mean-pooled", "fine-tuned")
+UNTRAINED_HEADS = 10  # seeded random heads averaged in the "untrained head" column
+
+
+def majority_accuracy(data: TaskData) -> float:
+    """Test accuracy of always predicting the most frequent training label."""
+    majority = Counter(e.label for e in data.train).most_common(1)[0][0]
+    return float(np.mean([e.label == majority for e in data.test]))
+
+
+def _hidden_dropout(config) -> float:
+    """The dropout rate on hidden states in a model's config: `hidden_dropout_prob` (BERT, RoBERTa, ELECTRA)
+    or `dropout` (DistilBERT)."""
+    for name in ("hidden_dropout_prob", "dropout"):
+        rate = getattr(config, name, None)
+        if isinstance(rate, (int, float)):
+            return float(rate)
+    raise ValueError(f"{type(config).__name__} names no hidden dropout (hidden_dropout_prob or dropout); finetune "
+                     "works with BERT-family encoders (BERT, RoBERTa, ELECTRA, DistilBERT)")
+
+
+def _cls_states(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """[B, hidden]: the last layer's state of the first token ([CLS])."""
+    return model(**inputs).last_hidden_state[:, 0]
+
+
+# -- fine-tuning ------------------------------------------------------------------------------------
+@dataclass
+class FineTuned:
+    """A fine-tuned encoder and its linear head on [CLS]; `folder` is its cache folder (load_encoder-able;
+    None when it was not cached)."""
+
+    task: str
+    encoder: Encoder
+    head: torch.nn.Linear
+    folder: Path | None
+    max_length: int
+    history: pd.DataFrame  # step, epoch, loss
+
+    def predict(self, examples: Sequence[Example], cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(logits [N, n_labels], labels [N]) of the examples, in their order: the head on the fine-tuned
+        encoder's [CLS] states (`frozen_states`), cached when the model is (then its weights key the cache; a
+        model trained with cache_dir=None shares its base model's fingerprint, so it is never cached)."""
+        cache = cache_dir if self.folder is not None else None
+        states = frozen_states(self.encoder, examples, self.max_length, cache, progress, desc=f"{self.task} logits")
+        with torch.inference_mode():
+            logits = self.head(torch.from_numpy(states["cls"]))
+        return logits.numpy(), np.array([e.label for e in examples])
+
+
+def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int = 16, lr: float = 1e-4,
+             max_length: int = 64, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+             progress: bool = True) -> FineTuned:
+    """Fine-tune a copy of `encoder` (it stays as it is) with a linear head on [CLS] on `data.train`.
+
+    AdamW, linear warm-up (10 % of the steps) and decay, dropout as the model's config; seeded. The result is
+    cached as a folder (model + tokenizer, `load_encoder(folder)` reads it, and the head) keyed by the base
+    model, the data, the settings and this module's code; a second call loads it."""
+    settings = f"{epochs}/{batch_size}/{lr}/{max_length}/{seed}"
+    folder = None
+    if cache_dir is not None:
+        folder = entry_path(cache_dir, f"finetune-{data.name}", encoder.fingerprint, data.fingerprint(), settings,
+                            version=code_version(__name__)).with_suffix("")
+        if (folder / META_FILE).exists():
+            return load_finetuned(folder)
+    tuned = encoder.copy()
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    model = tuned.model
+    head = torch.nn.Linear(model.config.hidden_size, len(data.labels))
+    dropout = torch.nn.Dropout(_hidden_dropout(model.config))
+    params = list(model.parameters()) + list(head.parameters())
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    steps_per_epoch = math.ceil(len(data.train) / batch_size)
+    total = epochs * steps_per_epoch
+    warmup = max(1, total // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
+    history = []
+    bar = tqdm(total=total, desc=f"fine-tuning on {data.name}", unit="step", disable=not progress)
+    model.train()
+    for epoch in range(epochs):
+        order = list(data.train)
+        rng.shuffle(order)
+        for batch in batches(tuned, [e.item for e in order], batch_size, attention=False, max_tokens=max_length):
+            labels = torch.tensor([e.label for e in order[batch.start:batch.start + len(batch.inputs)]])
+            logits = head(dropout(_cls_states(model, batch.model_inputs)))
+            loss = torch.nn.functional.cross_entropy(logits, labels)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            schedule.step()
+            history.append((len(history) + 1, epoch + 1, loss.item()))
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    bar.close()
+    model.eval()
+    history_frame = pd.DataFrame(history, columns=["step", "epoch", "loss"])
+    if folder is None:
+        return FineTuned(data.name, tuned, head, None, max_length, history_frame)
+
+    def write_head(tmp: Path) -> None:
+        torch.save(head.state_dict(), tmp / HEAD_FILE)
+        meta = dict(task=data.name, labels=list(data.labels), max_length=max_length,
+                    history=history_frame.to_dict(orient="list"))
+        (tmp / META_FILE).write_text(json.dumps(meta))
+
+    save_folder(folder, model, tuned.tokenizer, write_head)
+    return load_finetuned(folder)
+
+
+def load_finetuned(folder: Path | str) -> FineTuned:
+    """A fine-tuned model saved by `finetune` (its folder in the cache)."""
+    folder = Path(folder)
+    meta_path = folder / META_FILE
+    if not meta_path.exists():
+        raise FileNotFoundError(f"{folder} is not a fine-tuned model folder (no {META_FILE}); run finetune() first")
+    meta = json.loads(meta_path.read_text())
+    encoder = load_encoder(folder)
+    head = torch.nn.Linear(encoder.model.config.hidden_size, len(meta["labels"]))
+    head.load_state_dict(torch.load(folder / HEAD_FILE, weights_only=True))
+    return FineTuned(meta["task"], encoder, head.eval(), folder, meta["max_length"], pd.DataFrame(meta["history"]))
+
+
+# -- baselines and evaluation -----------------------------------------------------------------------
+def accuracy_and_loss(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(accuracy, mean cross-entropy in nats) of logits [N, C] against labels [N]."""
+    logits = torch.from_numpy(np.asarray(logits, dtype=np.float32))
+    targets = torch.from_numpy(np.asarray(labels)).long()
+    loss = torch.nn.functional.cross_entropy(logits, targets).item()
+    return float((logits.argmax(1) == targets).float().mean()), float(loss)
+
+
+class FrozenStates(Reducer):
+    """The last layer's states of every input, from one forward pass (the engine's pass returns attention
+    maps, not hidden states): `cls` float32 [N, hidden], the first token's ([CLS]) state, and `mean` float32
+    [N, hidden], the mean over the input's real tokens (special tokens included, padding excluded: the
+    pooling sentence-transformers models are trained with)."""
+
+    name = "frozen_states"
+    needs_attention = False
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+        self.parts: dict[str, list[np.ndarray]] = {"cls": [], "mean": []}
+
+    def fresh(self) -> "FrozenStates":
+        return FrozenStates(self.model)  # shares the model, never copies it
+
+    @torch.inference_mode()
+    def update(self, batch: Batch) -> None:
+        states = self.model.eval()(**batch.model_inputs).last_hidden_state
+        weights = batch.valid.unsqueeze(-1).to(states.dtype)
+        self.parts["cls"].append(states[:, 0].numpy())
+        self.parts["mean"].append(((states * weights).sum(1) / weights.sum(1)).numpy())
+
+    def result(self) -> dict[str, np.ndarray]:
+        return {key: np.concatenate(parts) for key, parts in self.parts.items()}
+
+    merge = staticmethod(concatenate)
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.parts = {key: [result[key]] for key in ("cls", "mean")}
+
+
+def frozen_states(encoder: Encoder, examples: Sequence[Example], max_length: int = 64,
+                  cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True,
+                  desc: str | None = None) -> dict[str, np.ndarray]:
+    """`FrozenStates` of the examples cut to max_length tokens: {"cls": [N, hidden], "mean": [N, hidden]}."""
+    reducer = FrozenStates(encoder.model)
+    reduce(encoder, [e.item for e in examples], [reducer], batch_size=32, cache_dir=cache_dir, progress=progress,
+           max_tokens=max_length, desc=desc)
+    return reducer.result()
+
+
+def untrained_head(n_features: int, n_labels: int, seed: int) -> torch.nn.Linear:
+    """The linear head `finetune(..., seed=seed)` starts from (PyTorch's default initialisation after
+    torch.manual_seed(seed)); the global random state is left as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.nn.Linear(n_features, n_labels)
+
+
+def untrained_head_accuracies(cls_states: np.ndarray, labels: np.ndarray, n_labels: int,
+                              n_heads: int = UNTRAINED_HEADS) -> np.ndarray:
+    """[n_heads]: the accuracy of `untrained_head(hidden, n_labels, seed)` for seeds 0 .. n_heads - 1 on the
+    [CLS] states [N, hidden] of inputs with `labels` [N]: the model with no task training at all."""
+    if n_heads < 1:
+        raise ValueError(f"n_heads must be at least 1, not {n_heads}")
+    states = torch.from_numpy(np.asarray(cls_states, dtype=np.float32))
+    with torch.inference_mode():
+        predictions = [untrained_head(states.shape[1], n_labels, seed)(states).argmax(1).numpy()
+                       for seed in range(n_heads)]
+    return np.array([float(np.mean(p == np.asarray(labels))) for p in predictions])
+
+
+def probe_accuracy(train: np.ndarray, train_labels: np.ndarray, test: np.ndarray, test_labels: np.ndarray,
+                   seed: int = 0) -> float:
+    """Test accuracy of a linear head (logistic regression, C = 1) fitted on frozen features train [N, D].
+
+    The fit runs on one BLAS thread: its result then does not depend on the machine's thread count, and it is
+    faster (0.03 s instead of 1-9 s on 2 shared cores, where BLAS threads wait for each other)."""
+    from sklearn.linear_model import LogisticRegression
+
+    with one_thread():
+        classifier = LogisticRegression(max_iter=2000, C=1.0, random_state=seed).fit(train, train_labels)
+        return float(classifier.score(test, test_labels))
+
+
+def task_scores(encoder: Encoder, tasks: Mapping[str, TaskData], tuned: Mapping[str, FineTuned],
+                max_length: int = 64, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                progress: bool = True, untrained_heads: int = UNTRAINED_HEADS) -> pd.DataFrame:
+    """Test accuracy per task (rows) in SCORE_COLUMNS:
+
+    - majority class: always the most frequent training label (`majority_accuracy`);
+    - untrained head: the pre-trained `encoder` with a random linear head on [CLS], no task training at all
+      (Kovaleva et al.'s "pre-trained"); the mean over `untrained_heads` seeded heads
+      (`untrained_head_accuracies`);
+    - frozen [CLS] / frozen mean-pooled: a linear head (logistic regression) trained on the frozen encoder's
+      [CLS] state / mean-pooled last-layer states (`FrozenStates`, one cached pass per split);
+    - fine-tuned: `tuned[task]`, the whole encoder and its head trained on the task."""
+    rows = {}
+    for name, data in tasks.items():
+        if name not in tuned:
+            raise ValueError(f"no fine-tuned model for task {name!r}; pass tuned[{name!r}] = finetune(...)")
+        states = {split: frozen_states(encoder, getattr(data, split), max_length, cache_dir, progress,
+                                       desc=f"frozen states for {name} ({split})") for split in ("train", "test")}
+        train_labels = np.array([e.label for e in data.train])
+        test_labels = np.array([e.label for e in data.test])
+        untrained = untrained_head_accuracies(states["test"]["cls"], test_labels, len(data.labels), untrained_heads)
+        probes = [probe_accuracy(states["train"][kind], train_labels, states["test"][kind], test_labels, seed)
+                  for kind in ("cls", "mean")]
+        rows[name] = (majority_accuracy(data), float(untrained.mean()), *probes,
+                      accuracy_and_loss(*tuned[name].predict(data.test, cache_dir, progress))[0])
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(SCORE_COLUMNS)).rename_axis("task")

@@ -1,0 +1,1 @@
+"""data: the texts and labels the analyses run on: Wikipedia segments, silver parses, coreference, tasks."""

@@ -1,0 +1,1 @@
+"""engine: the one batching path: attention streamed through reducers, block by block, into the cache."""

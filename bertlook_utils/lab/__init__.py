@@ -1,0 +1,1 @@
+"""lab: teaching: prose checked against the numbers, classroom sizes, the talk, the exercises."""

@@ -1,0 +1,1 @@
+"""present: the papers' numbers, figures, offline BertViz views, widgets, tables and the report."""

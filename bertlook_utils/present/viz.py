@@ -1,0 +1,245 @@
+"""The kit's drawing primitives: one palette, one style, 1-indexed "layer-head" labels everywhere.
+
+Every function draws on a matplotlib Axes (or makes a Figure) and returns it; nothing here computes
+statistics (they come from the analyses). Generic views of attention live here (one head as a heatmap or as
+lines, every head as thumbnails, a statistic per head by layer or as a layers x heads grid); the figures of
+the papers, built on them, are in `figures`; BertViz's views in `views`.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.patches import Rectangle
+
+from ..core.conventions import head_label
+from ..core.models import Encoded
+
+# One named colour per quantity, used by every figure and notebook
+PALETTE = {
+    "cls": "#d1495b", "sep": "#00798c", "punct": "#edae49", "self": "#8e7dbe", "prev": "#30638e",
+    "next": "#66a182", "broad": "#9c6644", "uniform": "#7f7f7f", "other": "#4a4a4a",
+    "right": "#2a9d4b", "wrong": "#d1495b", "paper": "#7f7f7f", "run": "#00798c",
+}
+# Kovaleva et al.'s patterns, in the colours of what makes them: [CLS] stripes, the previous-token diagonal
+PATTERN_COLOURS = {"vertical": PALETTE["cls"], "diagonal": PALETTE["prev"], "vertical+diagonal": PALETTE["punct"],
+                   "block": PALETTE["next"], "heterogeneous": PALETTE["other"], "broad": PALETTE["broad"]}
+LABELS = {
+    "cls": "[CLS]", "sep": "[SEP]", "punct": '". ,"', "self": "self", "prev": "previous token",
+    "next": "next token", "entropy": "entropy (nats)", "cls_entropy": "[CLS] entropy (nats)",
+    "uniform": "uniform attention", "sep_sep": "[SEP] → [SEP]", "rest_sep": "other → [SEP]",
+}
+ATTENTION_CMAP = LinearSegmentedColormap.from_list("attention", ["#ffffff", "#9ecae1", "#08306b"])
+DIVERGING_CMAP = "RdBu"  # signed values (weights, changes): red below zero, blue above
+SEQUENTIAL_CMAP = "viridis"  # an ordered quantity that is not attention (layer, entropy, similarity)
+
+
+def use_style() -> None:
+    """The kit's figure style: readable on slides, light grid, no top/right spines."""
+    plt.rcParams.update({
+        "figure.dpi": 100, "savefig.dpi": 100, "font.size": 11, "axes.titlesize": 12,
+        "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
+        "legend.frameon": False, "figure.constrained_layout.use": True,
+    })
+
+
+def head_map(enc: Encoded, layer: int, head: int) -> np.ndarray:
+    """The map [n_tokens, n_tokens] of one head, `layer` and `head` 1-indexed; a ValueError that gives the
+    model's ranges for a head it does not have (never a silent wrap-around: layer 0 is not the last layer)."""
+    n_layers, n_heads = enc.attn.shape[:2]
+    if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
+        raise ValueError(f"layer and head are 1-indexed: this model has layers 1-{n_layers} and heads 1-{n_heads}; "
+                         f"got layer {layer}, head {head}")
+    return enc.attn[layer - 1, head - 1]
+
+
+def plot_head(enc: Encoded, layer: int, head: int, ax=None, max_tokens: int | None = 40, title: str | None = None,
+              vmax: float | None = 1.0, colorbar: bool = True):
+    """Heatmap of one head (layer, head 1-indexed) with token labels; rows = from, columns = to, with a colour
+    bar. vmax=None scales the colours to the 99th percentile of the weights shown, so that a broad head is not
+    blank beside one large cell (the colour bar marks the clipped top)."""
+    n = enc.n_tokens if max_tokens is None else min(max_tokens, enc.n_tokens)
+    attn = head_map(enc, layer, head)[:n, :n]
+    ax = ax or plt.subplots(figsize=(6, 5.5))[1]
+    top = vmax if vmax is not None else float(np.percentile(attn, 99))
+    image = ax.imshow(attn, cmap=ATTENTION_CMAP, vmin=0, vmax=top, interpolation="nearest")
+    ax.set_xticks(range(n), enc.tokens[:n], rotation=90, fontsize=8)
+    ax.set_yticks(range(n), enc.tokens[:n], fontsize=8)
+    ax.grid(False)
+    ax.set_xlabel("attends to")
+    ax.set_ylabel("from")
+    ax.set_title(title or f"head {head_label(layer, head)}")
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, shrink=0.8, pad=0.02, label="attention",
+                           extend="max" if top < attn.max() else "neither")
+    return ax
+
+
+def plot_lines(enc: Encoded, layer: int, head: int, ax=None, start: int = 0, stop: int | None = 24,
+               title: str | None = None, min_weight: float = 0.02, top_k: int | None = None,
+               fade_special: bool = True):
+    """Clark et al. Fig 1 style: tokens in two columns, a line from each token (left) to the tokens it
+    attends to (right), darker for more weight. Shows tokens [start, stop); top_k: only each token's k
+    heaviest lines (long inputs stay readable); fade_special: lines to [CLS] and [SEP] in pale grey, so that
+    the sink does not drown the pattern."""
+    attn = head_map(enc, layer, head)
+    ax = ax or plt.subplots(figsize=(3, 0.23 * ((stop or enc.n_tokens) - start) + 0.6))[1]
+    stop = enc.n_tokens if stop is None else min(stop, enc.n_tokens)
+    attn = attn[start:stop, start:stop]
+    n = stop - start
+    special = np.isin(enc.tokens[start:stop], [enc.cls_token, enc.sep_token]) if fade_special else np.zeros(n, bool)
+    kept = attn >= min_weight
+    if top_k is not None:
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, not {top_k}")
+        kept &= attn >= -np.sort(-attn, axis=1)[:, min(top_k, n) - 1][:, None]
+    for i, j in zip(*np.nonzero(kept)):
+        colour, alpha = ("#bbbbbb", 0.5 * attn[i, j]) if special[j] else (PALETTE["prev"], attn[i, j])
+        ax.plot([0, 1], [i, j], color=colour, alpha=float(min(1, alpha)), lw=2.2, zorder=1 if special[j] else 2)
+    for side, ha in ((0, "right"), (1, "left")):
+        for i, tok in enumerate(enc.tokens[start:stop]):
+            ax.text(side + (-0.06 if side == 0 else 0.06), i, tok, ha=ha, va="center", fontsize=9,
+                    color=PALETTE["uniform"] if special[i] else "black")
+    ax.set_xlim(-0.9, 1.9)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.axis("off")
+    ax.set_title(title or f"head {head_label(layer, head)}")
+    return ax
+
+
+def plot_model_grid(enc: Encoded, max_tokens: int = 40, size: float = 1.1):
+    """Thumbnail of every head: a layers x heads grid of heatmaps (layer 1 at the top)."""
+    n_layers, n_heads = enc.attn.shape[:2]
+    n = min(max_tokens, enc.n_tokens)
+    fig, axes = plt.subplots(n_layers, n_heads, figsize=(size * n_heads, size * n_layers),
+                             squeeze=False, layout="constrained")
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            ax = axes[layer, head]
+            ax.imshow(enc.attn[layer, head, :n, :n], cmap=ATTENTION_CMAP, vmin=0, vmax=1, interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(False)
+            if layer == 0:
+                ax.set_title(f"head {head + 1}", fontsize=9)
+            if head == 0:
+                ax.set_ylabel(f"layer {layer + 1}", fontsize=9)
+    return fig
+
+
+def plot_heads(enc: Encoded, heads: Mapping[str, tuple[int, int]], kind: str = "map", width: float | None = None,
+               height: float = 5.4, **options):
+    """One panel per head of `heads` (panel title -> (layer, head), 1-indexed), side by side, on one input:
+    kind "map" draws `plot_head`, "lines" `plot_lines` (`options` go to it). Returns the Figure."""
+    if kind not in ("map", "lines"):
+        raise ValueError(f"kind must be 'map' or 'lines', not {kind!r}")
+    if not heads:
+        raise ValueError("give at least one head: {title: (layer, head)}")
+    draw = plot_head if kind == "map" else plot_lines
+    width = width or (4.6 if kind == "map" else 3.4) * len(heads)
+    fig, axes = plt.subplots(1, len(heads), figsize=(width, height), squeeze=False)
+    for ax, (title, (layer, head)) in zip(axes[0], heads.items()):
+        draw(enc, layer, head, ax=ax, title=title, **options)
+    return fig
+
+
+def plot_by_layer(stats: pd.DataFrame, columns: Sequence[str], ax=None, title: str | None = None,
+                  ylabel: str = "average attention", jitter: float = 0.12, seed: int = 0):
+    """Clark et al. Fig 2 / Fig 4 style: one dot per head at its layer (jittered), a line through each
+    layer's mean, one colour per column of `stats` (which has 1-indexed `layer`)."""
+    ax = ax or plt.subplots(figsize=(6, 3.6))[1]
+    rng = np.random.default_rng(seed)
+    offsets = np.linspace(-0.15, 0.15, len(columns)) if len(columns) > 1 else [0.0]
+    for column, offset in zip(columns, offsets):
+        colour = PALETTE.get(column, PALETTE["other"])
+        x = stats["layer"] + offset + rng.uniform(-jitter, jitter, len(stats)) / max(1, len(columns))
+        ax.scatter(x, stats[column], s=14, color=colour, alpha=0.55, linewidths=0)
+        means = stats.groupby("layer")[column].mean()
+        ax.plot(means.index, means.values, color=colour, lw=2, label=LABELS.get(column, column))
+    ax.set_xticks(sorted(stats["layer"].unique()))
+    ax.set_xlabel("layer")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="best", fontsize=9)
+    return ax
+
+
+def heatmap_by_head(values: np.ndarray, ax=None, title: str | None = None, cmap=ATTENTION_CMAP, vmin: float = 0.0,
+                    vmax: float | None = None, fmt: str | None = "{:.2f}", colorbar: str = "",
+                    boxes: Sequence[tuple[int, int]] = (), notes: Mapping[tuple[int, int], str] | None = None):
+    """values [L, H] as a layers x heads heatmap with 1-indexed ticks, a colour bar (labelled `colorbar`), each
+    cell's value written with `fmt` (None: no numbers), black boxes around the heads in `boxes` and text in the
+    cells of `notes` ((layer, head) 1-indexed)."""
+    values = np.asarray(values, dtype=float)
+    n_layers, n_heads = values.shape
+    ax = ax or plt.subplots(figsize=(0.55 * n_heads + 2.2, 0.45 * n_layers + 1.2))[1]
+    vmax = vmax if vmax is not None else float(np.nanmax(values))
+    image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    if fmt is not None:
+        dark = image.norm(values) > 0.6 if cmap is ATTENTION_CMAP else np.abs(image.norm(values) - 0.5) > 0.35
+        for (i, j), value in np.ndenumerate(values):
+            ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8,
+                    color="white" if dark[i, j] else "black")
+    for layer, head in boxes:
+        ax.add_patch(Rectangle((head - 1.5, layer - 1.5), 1, 1, fill=False, edgecolor="black", lw=2))
+    for (layer, head), text in (notes or {}).items():
+        ax.text(head - 1, layer - 1, text, ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(n_heads), range(1, n_heads + 1))
+    ax.set_yticks(range(n_layers), range(1, n_layers + 1))
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, shrink=0.8, label=colorbar)  # not plt.colorbar: it opens a pyplot figure
+    return ax
+
+
+def plot_head_grid(stats: pd.DataFrame, column: str, ax=None, title: str | None = None, vmax: float | None = None,
+                   fmt: str | None = "{:.2f}", cmap=ATTENTION_CMAP, colorbar: str = ""):
+    """One statistic of a per-head table (1-indexed `layer`, `head` columns) as a layers x heads heatmap."""
+    table = stats.pivot(index="layer", columns="head", values=column)
+    return heatmap_by_head(table.to_numpy(), ax, title or LABELS.get(column, column), cmap, vmax=vmax, fmt=fmt,
+                           colorbar=colorbar)
+
+
+def head_figure(enc: Encoded, layer: int, head: int, max_tokens: int | None = 40, figsize=(6, 5.5)):
+    """A Figure (not registered with pyplot, so never shown twice) with `plot_head` of one head."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    plot_head(enc, layer, head, ax=fig.add_subplot(), max_tokens=max_tokens)
+    return fig
+
+
+EXPORT_FORMATS = ("png", "svg", "pdf")
+
+
+def save(drawn, path, dpi: int = 200) -> Path:
+    """Save a figure for a paper or a slide: `drawn` is what a figure function returns (a Figure, an Axes, or
+    an array of Axes); the format comes from the suffix of `path` (.png at `dpi`, .svg, .pdf; text stays text
+    in SVG and PDF). Returns the path."""
+    from pathlib import Path
+
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"save as one of {', '.join('.' + f for f in EXPORT_FORMATS)}, not {path.name!r}")
+    fig = getattr(drawn, "figure", None) or getattr(np.ravel(drawn)[0], "figure", drawn)
+    with plt.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
+        fig.savefig(path, format=fmt, dpi=dpi, bbox_inches="tight")
+    return path
+
+
+def figure_png(fig) -> bytes:
+    """PNG bytes of a Figure; closes it in pyplot so that the notebook does not show it a second time."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
