@@ -46,14 +46,14 @@ $(STAMP): pyproject.toml requirements.lock Makefile  # the Makefile: its --no-de
 ## run: execute every notebook with the default model into build/*.html, then build/report.md; with MODEL=<name or
 ## folder>, with that model into build/models/<name>/, whose report puts it beside the default model
 run: setup
-	$(PY) tools/export.py --to html --execute --out $(BUILD) $(NOTEBOOKS)
+	$(PY) -m tools.export --to html --execute --out $(BUILD) $(NOTEBOOKS)
 	$(PY) -m bertlook_utils.present.report --out $(BUILD)/report.md $(if $(MODEL),--model default --model "$(MODEL)")
 	@echo "open $(BUILD)/*.html and $(BUILD)/report.md (offline pages)"
 
 ## prefill: run every notebook once (outputs discarded) so that the cache holds what a class needs, and say how
 ## long each took; FAST=1 fills it for fast mode (smaller samples, about a minute per cold notebook)
 prefill: setup
-	$(PY) tools/prefill.py $(NOTEBOOKS)
+	$(PY) -m tools.prefill $(NOTEBOOKS)
 
 ## report: only the report (fast once the cache is warm)
 report: setup
@@ -71,8 +71,10 @@ test: unit slow nbval
 browser:
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-## unit: the fast tests (synthetic attention with known answers; under 3 minutes)
+## unit: ruff (the house checks, pyproject.toml) over the package, tests, tools and notebooks, then the fast tests
+## (synthetic attention with known answers; under 3 minutes)
 unit: setup
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -m "not slow and not browser" tests
 
 ## slow: subprocesses, torchrun, the memory run, the benchmark and the browser tests (headless chromium)
@@ -86,21 +88,21 @@ nbval: setup
 ## notebooks: refresh navigation, re-execute the committed notebooks in place, regenerate the student copies
 ## (do it whenever package code they use changes)
 notebooks: setup
-	$(PY) tools/exercise_cells.py
-	$(PY) tools/navigation.py
-	$(PY) tools/slides.py $(NOTEBOOKS) $(TALK)
+	$(PY) -m tools.exercise_cells
+	$(PY) -m tools.navigation
+	$(PY) -m tools.slides $(NOTEBOOKS) $(TALK)
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.record_timing=False \
 		$(NOTEBOOKS) $(TALK)
-	$(PY) tools/student_copy.py
+	$(PY) -m tools.student_copy
 
 ## slides: offline reveal.js decks of the talk and every notebook (stored outputs) into build/slides/
 slides: setup
-	$(PY) tools/export.py --to slides
+	$(PY) -m tools.export --to slides
 
 ## book: a static, searchable website of the README, the syllabus, every notebook and the talk (stored outputs,
 ## nothing executed) into build/book/; offline, like the pages and decks
 book: setup
-	$(PY) tools/book.py
+	$(PY) -m tools.book
 
 ## bench: extraction + surface statistics vs a naive loop and the bare forward pass (benchmarks/README.md)
 bench: $(STAMP)

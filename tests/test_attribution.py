@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import identity_map, prev_map, random_row_stochastic, uniform_map
+from builders import identity_map, prev_map, random_row_stochastic, uniform_map
 
 from bertlook_utils import attribution
 from bertlook_utils.finetune import FineTuned
@@ -99,8 +99,8 @@ def test_word_scores_of_a_classifier(classifier, item):
     rest = words[1:] if isinstance(item, str) else (item[0].split()[1:], item[1].split())
     prepared = encoder.prepare(rest) if isinstance(item, str) else encoder.prepare(*rest)
     with torch.inference_mode():
-        full = attribution._probabilities(classifier, encoder.pad([encoder.prepare(*((item, None) if isinstance(item, str)
-                                                                                     else item))]))
+        whole = (item, None) if isinstance(item, str) else item
+        full = attribution._probabilities(classifier, encoder.pad([encoder.prepare(*whole)]))
         without = attribution._probabilities(classifier, encoder.pad([prepared]))
     expected = float(full[0, e.predicted] - without[0, e.predicted])
     assert e.scores["leave_one_out"].iloc[0] == pytest.approx(expected, abs=1e-5)

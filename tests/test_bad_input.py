@@ -26,8 +26,7 @@ from bertlook_utils.models import DEFAULT_NAME
 from bertlook_utils.patterns import classify_map
 from bertlook_utils.surface import entropy_stats, token_stats, vig_scores
 from bertlook_utils.wordlevel import FROM_MODES, to_word_level
-from conftest import PAIR_TOKENS, make_encoded, random_row_stochastic, uniform_map
-from conftest import save_tiny_model
+from builders import PAIR_TOKENS, make_encoded, random_row_stochastic, save_tiny_model, uniform_map
 from test_models import assert_valid_attention
 
 N = len(PAIR_TOKENS)

@@ -29,7 +29,7 @@ def assert_images_loaded(page) -> None:
 
 def test_book_searches_navigates_and_shows_figures_offline(tmp_path):
     out = tmp_path / "book"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "book.py"), "--out", str(out)], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "tools.book", "--out", str(out)], check=True, cwd=ROOT)
     with browser_page(1400, 1000) as (page, requests):
         page.goto((out / "index.html").as_uri())
         page.wait_for_selector("nav.bd-links a")

@@ -57,7 +57,7 @@ def assert_tour_bertviz(page, shot: str) -> None:
 
 
 def test_exported_notebook_shows_bertviz(tmp_path):
-    subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"), "--to", "html", "--out", str(tmp_path),
+    subprocess.run([sys.executable, "-m", "tools.export", "--to", "html", "--out", str(tmp_path),
                     str(TOUR)], check=True, cwd=ROOT)
     page_path = tmp_path / "00_tour.html"
     with browser_page() as (page, requests):
@@ -67,7 +67,7 @@ def test_exported_notebook_shows_bertviz(tmp_path):
 
 
 def test_slide_deck_advances_to_slide_two_with_a_figure(tmp_path):
-    subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"), "--to", "slides", "--out", str(tmp_path),
+    subprocess.run([sys.executable, "-m", "tools.export", "--to", "slides", "--out", str(tmp_path),
                     str(ROOT / "slides" / "bertlook_talk.ipynb")], check=True, cwd=ROOT)
     deck = next(tmp_path.glob("*.slides.html"))
     with browser_page(1280, 800) as (page, requests):
@@ -147,7 +147,7 @@ def test_hostile_tokens_show_as_text_in_bertviz(tmp_path):
     import numpy as np
 
     from bertlook_utils import views
-    from conftest import make_encoded, random_row_stochastic
+    from builders import make_encoded, random_row_stochastic
 
     hostile = ["<img src=x onerror=alert(1)>", "</script><b>bold</b>", "&amp;"]
     tokens = ["[CLS]", "the", *hostile, "[SEP]"]

@@ -17,7 +17,8 @@ def _fresh(env_value):
     env = {k: v for k, v in os.environ.items() if k != "BERTLOOK_FAST"}
     if env_value is not None:
         env["BERTLOOK_FAST"] = env_value
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return run.stdout.split()
 
 
 @pytest.mark.parametrize("value, fast", [(None, False), ("0", False), ("", False), ("1", True), ("yes", True)])

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import (PAIR_TOKENS, make_encoded, next_map, prev_map, random_row_stochastic,
+from builders import (PAIR_TOKENS, make_encoded, next_map, prev_map, random_row_stochastic,
                       stack_heads, uniform_map)
 
 from bertlook_utils import clustering, compare, widgets
@@ -134,7 +134,8 @@ def test_layer_test_finds_layers_that_cluster_and_not_random_ones():
     assert clustering.layer_test(d, n_layers=4, n_permutations=2000).p_value > 0.05
     assert clustering.layer_test(d, 4, 500, seed=7).p_value == clustering.layer_test(d, 4, 500, seed=7).p_value
     labels = ["a"] * 5 + ["b"] * 5 + ["other"] * 10
-    assert clustering.behaviour_test(np.linalg.norm(points[:, None] - points[None], axis=-1), labels, 500).p_value < 0.01
+    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    assert clustering.behaviour_test(distances, labels, 500).p_value < 0.01
     assert clustering.behaviour_test(d, ["a"] + ["other"] * 19) is None
 
 
@@ -159,7 +160,7 @@ def _synthetic_result(n_layers: int = 2, n_heads: int = 3) -> clustering.Cluster
     d = clustering.js_distances([enc])
     heads = pd.DataFrame({"layer": np.repeat(np.arange(1, n_layers + 1), n_heads),
                           "head": np.tile(np.arange(1, n_heads + 1), n_layers)})
-    heads["label"] = [f"{l}-{h}" for l, h in zip(heads["layer"], heads["head"])]
+    heads["label"] = [f"{layer}-{h}" for layer, h in zip(heads["layer"], heads["head"])]
     heads["behaviour"] = ["prev"] + ["other"] * (len(heads) - 1)
     heads[["x", "y"]] = clustering.mds(d)
     return clustering.ClusterResult(d, 11, heads, [enc], n_layers, n_heads)

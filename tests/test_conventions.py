@@ -27,7 +27,7 @@ def test_head_frame_has_one_row_per_head_in_layer_then_head_order():
     assert list(frame.columns) == ["layer", "head", "x", "y"]
     assert list(zip(frame["layer"], frame["head"])) == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3)]
     assert frame["x"].tolist() == [0, 1, 2, 3, 4, 5]
-    assert [head_label(l, h) for l, h in zip(frame["layer"], frame["head"])][-1] == "2-3"
+    assert [head_label(layer, h) for layer, h in zip(frame["layer"], frame["head"])][-1] == "2-3"
     assert frame["x"].iloc[head_index(2, 1, 3)] == 3
 
 

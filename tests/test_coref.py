@@ -145,7 +145,7 @@ def test_unrestricted_readings_score_the_word_the_head_attends_to_most():
         coref.lands_on_antecedent([PASSAGE], table, words[:3, 0, 0, 0])
     with pytest.raises(ValueError, match="words of the map"):
         coref.word_choices(attn[:, :, :5, : m - 1], PASSAGE)
-    assert coref.best_head_label((2, 2), "earlier words") == "best head 2-2 (argmax over earlier words)"
+    assert coref.best_head_label((2, 2), coref.Reading.EARLIER_WORDS) == "best head 2-2 (argmax over earlier words)"
     with pytest.raises(ValueError, match="reading"):
         coref.best_head_label((2, 2), "later words")
 
@@ -209,11 +209,12 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
     assert table.loc[(label, "all"), "accuracy"] == 1.0
     assert set(table.loc[label].index) == {"all", "pronoun", "proper", "nominal"}
     held = result.mentions[result.mentions["half"] == "held-out"]
-    assert table.loc[("nearest mention", "all"), "n"] == len(held)
-    assert table.loc[("nearest mention", "all"), "accuracy"] == pytest.approx(held["nearest mention ok"].mean())
+    nearest = coref.System.NEAREST
+    assert table.loc[(nearest, "all"), "n"] == len(held)
+    assert table.loc[(nearest, "all"), "accuracy"] == pytest.approx(held[f"{nearest} ok"].mean())
     heads = result.heads.set_index(["layer", "head"])
     assert heads.loc[(2, 1), "all"] == pytest.approx(
-        result.mentions.loc[result.mentions["half"] == "selection", "nearest mention ok"].mean())
+        result.mentions.loc[result.mentions["half"] == "selection", f"{nearest} ok"].mean())
     assert len(result.heads) == 6 and result.correct.shape == (len(result.mentions), 2, 3)
     # the cached second run gives the same choices
     again = coref.analyse(OracleEncoder(passages), passages, n_boot=200, cache_dir=tmp_path, progress=False)
@@ -221,7 +222,8 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
     # every reading finds the oracle head: its one weight per row is on the nearest antecedent's head word
     readings = result.readings.set_index("reading")
     assert list(readings.index) == list(coref.READINGS)
-    assert (readings["label"] == "1-2").all() and (readings["held_out"] == 1).all() and (readings["selection"] == 1).all()
+    assert (readings["label"] == "1-2").all()
+    assert (readings["held_out"] == 1).all() and (readings["selection"] == 1).all()
     side = compare.table2(result).set_index("quantity")
     systems = list(paper.TABLE2["system"])
     assert list(side.index) == systems[:-1] + [systems[-1], "BERT head 5-4, argmax over earlier words"]
@@ -232,11 +234,11 @@ def test_analyse_finds_the_oracle_head_and_reports_it_on_the_held_out_half(tmp_p
     assert side.loc[paper.TABLE2_NEURAL, "this run"].startswith("not run")  # the learned row is not its counterpart
     assert not side.apply(lambda column: column.str.contains("learned")).any().any()
     learned = compare.coref_learned(result).set_index("system")
-    assert coref.COMBINED in learned.index and learned.loc["best head 1-2", "all"] == "100 [100–100]"
+    assert coref.System.COMBINED in learned.index and learned.loc["best head 1-2", "all"] == "100 [100–100]"
     assert list(compare.coref_readings(result)["best head"]) == ["1-2"] * 3
     assert len(figures.table2(result).axes) == 4
     assert (coref.by_head_word(result, [label])[label] == 1).all()
-    by_rank = coref.accuracy_by_rank(result, ["nearest mention"]).set_index("rank")["nearest mention"]
+    by_rank = coref.accuracy_by_rank(result, [nearest]).set_index("rank")[nearest]
     assert by_rank.loc[1] == 1 and (by_rank.drop(1) == 0).all()  # right exactly when the antecedent is next
     assert len(coref.failures(result)) == 0  # the oracle head never fails
     assert not coref.failures(result, 2, 1).empty
@@ -258,10 +260,10 @@ def test_real_encoder_streaming_equals_one_passage_at_a_time(encoder):
     full = [coref.antecedent_attention(coref.word_attention(encoder, p), p, width=reducer.width) for p in passages]
     single = np.concatenate(full)
     assert single.shape[:3] == (len(coref.mention_table(passages)), encoder.n_layers, encoder.n_heads)
-    assert np.allclose(reducer.weights, single, atol=2e-3)  # float16 storage
-    assert np.array_equal(reducer.choices, np.argmax(single, axis=-1))
+    assert np.allclose(reducer.arrays["weights"], single, atol=2e-3)  # float16 storage
+    assert np.array_equal(reducer.arrays["choices"], np.argmax(single, axis=-1))
     words = np.concatenate([coref.choose_words_by_attention(coref.word_attention(encoder, p), p) for p in passages])
-    assert np.array_equal(reducer.words, words)
+    assert np.array_equal(reducer.arrays["words"], words)
 
 
 @pytest.mark.parametrize("from_mode", ["mean", "first", "max"])

@@ -129,7 +129,7 @@ def scan_from_correct(correct: np.ndarray, margin: np.ndarray | None = None, tas
 def test_runs_and_the_per_run_frame():
     runs = disabling.runs(2, 2)
     assert list(zip(runs["layer"], runs["head"])) == [(0, 0), (1, 1), (1, 2), (2, 1), (2, 2), (1, 0), (2, 0)]
-    assert [disabling.run_label(l, h) for l, h in zip(runs["layer"], runs["head"])] == [
+    assert [disabling.run_label(layer, h) for layer, h in zip(runs["layer"], runs["head"])] == [
         "none", "1-1", "1-2", "2-1", "2-2", "layer 1", "layer 2"]
     correct = np.ones((4, 7), dtype=bool)
     correct[:2, 2] = False  # head 1-2 breaks inputs 0 and 1
@@ -239,7 +239,7 @@ def test_the_paired_interval_covers_the_true_change_about_95_percent_of_the_time
     n, draws = 96, 3000
     counts = rng.multinomial(n, [gain, loss, 1 - gain - loss], size=draws)
     covered = [low <= gain - loss <= high for low, high in
-               (disabling.paired_interval(int(g), int(l), n) for g, l, _ in counts)]
+               (disabling.paired_interval(int(gains), int(losses), n) for gains, losses, _ in counts)]
     assert 0.93 <= np.mean(covered) <= 1.0
 
 
@@ -332,7 +332,8 @@ def test_the_heads_comparison_reads_each_finding_off_the_results():
     assert list(table.columns) == list(compare.COLUMNS)
     assert found["relation-specific heads (§4.2)"].startswith("shifted null: ") and "best 2-2 (0.90)" in found[
         "relation-specific heads (§4.2)"]
-    assert found["[CLS] and [SEP] after fine-tuning (§4.5)"] == "[CLS] -0.20 in layer 2, [SEP] at most 0.005 (sentiment)"
+    assert found["[CLS] and [SEP] after fine-tuning (§4.5)"] == ("[CLS] -0.20 in layer 2, [SEP] at most 0.005 "
+                                                                 "(sentiment)")
     assert found["what [CLS] attends to in the last layer (§4.5)"].startswith("noun 0.50, [SEP] 0.09")
     assert found["where vertical stripes fall (§4.4)"] == ("special tokens or punctuation 95-95 % of stripes, "
                                                            "linguistic types 3-3 %")

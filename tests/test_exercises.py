@@ -1,9 +1,11 @@
 """The implement-it-yourself exercises: every committed solution passes its check on the real model, every listed
 mistake, a learner's own version of the common mistakes, a function that returns zeros and an unwritten stub all
-fail with the right hint; the notebooks' exercise cells and the student copies' stubs are in sync."""
+fail with the right hint; the notebooks' exercise cells are in sync with the modules, and the student copies hold
+each solution with its body replaced by nbgrader's stub, nothing of the solution left."""
 from __future__ import annotations
 
-import sys
+import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -11,12 +13,10 @@ import numpy as np
 import pytest
 
 from bertlook_utils import exercises
+from tools import exercise_cells, student_copy
+from tools.navigation import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import exercise_cells  # noqa: E402
-import student_copy  # noqa: E402
-from navigation import notebooks  # noqa: E402
 
 NAMES = exercises.names()
 
@@ -67,8 +67,8 @@ def test_every_listed_mistake_fails_with_its_hint(name, k, encoder):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_zeros_and_an_unwritten_stub_fail_with_their_hints(name, encoder):
-    expected = exercises.cases(name, encoder)[0].expected
+def test_zeros_fail_with_their_hint(name, encoder):
+    expected = exercises.get(name).cases(encoder)[0].expected
     if isinstance(expected, dict):
         zeros = {k: 0.0 for k in expected}
     elif isinstance(expected, tuple):
@@ -76,7 +76,6 @@ def test_zeros_and_an_unwritten_stub_fail_with_their_hints(name, encoder):
     else:
         zeros = np.zeros_like(np.asarray(expected, dtype=float))
     assert "returns zeros" in _fails(name, lambda *args: zeros, encoder)
-    assert "is not written yet" in _fails(name, _function(exercises.get(name).stub, name), encoder)
 
 
 def test_a_crash_in_the_learners_code_is_reported_with_the_input(encoder):
@@ -148,30 +147,50 @@ def test_a_learners_common_mistake_is_named(name, fn, words, encoder):
     assert words in message and "expected" in message and "got" in message
 
 
-def test_the_notebooks_hold_every_exercise_in_sync_with_the_module():
+def test_the_notebooks_hold_every_exercise_in_sync_with_the_module(tmp_path):
     found = _cells()
     assert set(found) == set(NAMES)
     for name, cells in found.items():
-        assert cells["notebook"] == exercises.get(name).notebook
-        assert cells["text"] == exercises.markdown(name)
+        exercise = exercises.get(name)
+        assert cells["notebook"] == exercise.notebook
+        assert cells["text"] == exercise_cells.markdown(exercise)
+        assert exercise_cells.definition(exercise) in cells["solution"]
         assert cells["check"] == exercise_cells.check_source(name)
     for path in notebooks():  # re-running the tool would change nothing
-        nb = nbformat.read(path, as_version=4)
-        ours = [c.source for c in nb.cells if exercise_cells._is_ours(c)]
-        expected = [c.source for c in exercise_cells.section(nb, path.name[:2])]
-        assert ours == (expected if len(expected) > 1 else [])
+        shutil.copy(path, tmp_path / path.name)
+        assert not exercise_cells.update(tmp_path / path.name), f"run `python -m tools.exercise_cells`: {path.name}"
 
 
-def test_the_student_copies_start_from_stubs_that_fail_with_their_hint(encoder):
+def test_a_solution_without_markers_is_refused():
+    with pytest.raises(ValueError, match="no '### BEGIN SOLUTION' line"):
+        exercise_cells.solution_source(exercises.get("uas"), "def uas(predicted, gold, is_punct):\n    return 1.0")
+
+
+def _body(solution: str) -> list[str]:
+    """The lines between a solution's markers, stripped."""
+    marked = re.search(r"### BEGIN SOLUTION\n(.*)\n[ \t]*### END SOLUTION", solution, re.DOTALL)
+    return [line.strip() for line in marked.group(1).splitlines()]
+
+
+def test_the_student_copies_hold_the_solutions_with_nbgraders_stub_and_nothing_of_the_body(encoder):
+    stub = "    # YOUR CODE HERE\n    raise NotImplementedError()"
     for path in notebooks():
-        student = student_copy.student_version(nbformat.read(path, as_version=4))
-        stubs = {c.metadata["exercise"]: c for c in student.cells if "exercise" in c.metadata}
+        teacher = nbformat.read(path, as_version=4)
+        solutions = {c.metadata["exercise"]: c.source for c in teacher.cells if "exercise" in c.metadata}
+        student = student_copy.student_version(teacher)
+        stubs = {c.metadata["exercise"]: c.source for c in student.cells if "exercise" in c.metadata}
         checks = [c for c in student.cells if "exercise_check" in c.metadata]
-        assert set(stubs) == set(exercises.names(path.name[:2]))
-        for cell in checks:
-            name = cell.metadata["exercise_check"]
-            assert stubs[name].source == exercises.get(name).stub and "raises-exception" in cell.metadata["tags"]
+        assert set(stubs) == set(solutions) == set(exercises.names(path.name[:2])) == {
+            c.metadata["exercise_check"] for c in checks}
+        lines = {line.strip() for cell in student.cells for line in cell.source.splitlines()}
+        for name, solution in solutions.items():
+            assert stubs[name] == solution.partition("    ### BEGIN SOLUTION")[0] + stub
+            leaked = [line for line in _body(solution) if len(line) >= 20 and line in lines]
+            assert not leaked, f"{path.name}: {name}'s solution leaks into the student copy: {leaked}"
+        assert "BEGIN SOLUTION" not in student_copy.render(student)
+        for cell in checks:  # the handout runs: each check says its function is not written yet
+            assert "raises-exception" in cell.metadata["tags"]
             namespace = {"encoder": encoder}
-            exec(stubs[name].source, namespace)
+            exec(stubs[cell.metadata["exercise_check"]], namespace)
             with pytest.raises(AssertionError, match="is not written yet"):
                 exec(cell.source, namespace)

@@ -12,7 +12,7 @@ import pytest
 from bertlook_utils import cache, extract
 from bertlook_utils.cache import entry_path, load_result, save_result
 from bertlook_utils.corpora import Segment
-from bertlook_utils.extract import KeepExamples, items_fingerprint, reduce
+from bertlook_utils.extract import KeepExamples, RowReducer, items_fingerprint, reduce
 from bertlook_utils.surface import EntropyStats, TokenStats, analyse, entropy_stats, token_stats
 
 LONG_TEXT = " ".join(f"Sentence number {i} says that attention heads in layer {i % 6} look at separators."
@@ -119,6 +119,32 @@ def test_keep_examples_keeps_exactly_k_with_correct_tokens_and_maps(encoder, seg
     for keep in keeps:
         for got, expected in zip(keep.examples, reference_encodeds):
             assert_same_encoded(got, expected)
+
+
+# -- RowReducer --------------------------------------------------------------------------------------
+class InputLengths(RowReducer):
+    """One row per input: its position and its number of tokens; `settings` stands for a shared model."""
+
+    name = "input_lengths"
+    needs_attention = False
+
+    def __init__(self, settings: list):
+        super().__init__()
+        self.settings = settings
+
+    def update(self, batch) -> None:
+        self.add(index=batch.start + np.arange(len(batch.inputs)), length=batch.lengths.numpy())
+
+
+def test_row_reducer_keeps_the_rows_of_every_batch_and_block_in_input_order(encoder, segments):
+    settings = []
+    (rows,) = reduce(encoder, segments[:5], [InputLengths(settings)], batch_size=2, block_size=3, cache_dir=None,
+                     progress=False)  # blocks of 3 + 2 inputs, batches of 2 + 1 and 2
+    assert rows.arrays["index"].tolist() == [0, 1, 2, 3, 4]
+    assert rows.arrays["length"].tolist() == [e.n_tokens for e in encoder.encode_many([s.pair for s in segments[:5]])]
+    assert rows.result() is rows.arrays  # a loaded reducer gives its result back
+    fresh = rows.fresh()
+    assert fresh.settings is settings and fresh.parts == {} and fresh.arrays == {}  # shared, never copied; no rows
 
 
 # -- the cache ---------------------------------------------------------------------------------------

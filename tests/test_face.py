@@ -27,35 +27,58 @@ FLAT_MODULES = (  # the package's modules before its folders were its layers
     "tasks threads tokentypes trees views viz widgets wordlevel").split()
 
 
-def code_blocks() -> list[tuple[str, str]]:
+def code_blocks(root: Path = ROOT) -> list[tuple[str, str]]:
     """(where, code) of every code cell of the handed-out notebooks and every python block of the READMEs."""
     found = []
     for pattern in HANDED_OUT:
-        for path in sorted(ROOT.glob(pattern)):
+        for path in sorted(root.glob(pattern)):
             for i, cell in enumerate(json.loads(path.read_text())["cells"]):
                 if cell["cell_type"] == "code":
                     code = "".join(cell["source"])
-                    found.append((f"{path.relative_to(ROOT)} [{i}]",
-                                  "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))))
-    for path in [ROOT / "README.md", *sorted(ROOT.glob("*/README.md"))]:
+                    python = [line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))]
+                    found.append((f"{path.relative_to(root)} [{i}]", "\n".join(python)))
+    for path in [root / "README.md", *sorted(root.glob("*/README.md"))]:
         for j, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.DOTALL)):
-            found.append((f"{path.relative_to(ROOT)} block {j}", block))
+            found.append((f"{path.relative_to(root)} block {j}", block))
     return found
 
 
-def package_imports() -> list[tuple[str, str, tuple[str, ...]]]:
+def package_imports(root: Path = ROOT) -> list[tuple[str, str, tuple[str, ...]]]:
     """(where, module, names) of every import of the package in the handed-out code."""
     found = []
-    for where, code in code_blocks():
-        try:
-            tree = ast.parse(code)
-        except SyntaxError:
-            continue  # an exercise stub left for the learner; its imports are in other cells too
+    for where, tree in trees(root):
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bertlook_utils"):
                 found.append((where, node.module, tuple(alias.name for alias in node.names)))
             elif isinstance(node, ast.Import):
                 found += [(where, alias.name, ()) for alias in node.names if alias.name.startswith("bertlook_utils")]
+    return found
+
+
+def trees(root: Path = ROOT) -> list[tuple[str, ast.AST]]:
+    found = []
+    for where, code in code_blocks(root):
+        try:
+            found.append((where, ast.parse(code)))
+        except SyntaxError:
+            continue  # an exercise stub left for the learner
+    return found
+
+
+def names_used(root: Path = ROOT) -> set[str]:
+    """Every "module.NAME" the handed-out code reaches: `from bertlook_utils.corpora import make_segments` gives
+    "corpora.make_segments"; `from bertlook_utils import probes` and then `probes.ONE_EPOCH` gives
+    "probes.ONE_EPOCH"."""
+    modules = set(bertlook_utils.short_names())
+    found, local, nodes = set(), {}, [node for _, tree in trees(root) for node in ast.walk(tree)]
+    for node in nodes:  # a notebook imports in one cell and uses the names in the others
+        if isinstance(node, ast.ImportFrom) and node.module == "bertlook_utils":
+            local |= {alias.asname or alias.name: alias.name for alias in node.names if alias.name in modules}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bertlook_utils."):
+            found |= {f"{node.module.removeprefix('bertlook_utils.')}.{alias.name}" for alias in node.names}
+    for node in nodes:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in local:
+            found.add(f"{local[node.value.id]}.{node.attr}")
     return found
 
 
@@ -95,3 +118,15 @@ def test_a_module_runs_under_its_old_name():
                          timeout=300, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     assert "--model" in run.stdout
+
+
+def test_every_name_the_handed_out_code_uses_is_there():
+    """Notebooks, student copies, the talk and the READMEs as they are now, and as they were handed out before the
+    folders were the layers (tests/handed_out.txt, read from commit afb7b5f with `names_used`)."""
+    lines = (ROOT / "tests" / "handed_out.txt").read_text().splitlines()
+    frozen = {line for line in lines if line and not line.startswith("#")}
+    used = names_used() | frozen
+    assert len(frozen) > 200 and "probes.ONE_EPOCH" in frozen and "exercises.check" in frozen
+    missing = sorted(name for name in used if not hasattr(importlib.import_module(
+        "bertlook_utils." + name.rpartition(".")[0]), name.rpartition(".")[2]))
+    assert missing == []

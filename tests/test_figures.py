@@ -1,7 +1,8 @@
-"""figures: every figure function draws from synthetic results of the analyses, returns its Figure (or Axes),
-and renders to PNG; heatmaps carry a colour bar and mark what they say they mark."""
+"""figures: every public figure function draws from synthetic results of the analyses and returns its Figure (or
+Axes); heatmaps carry a colour bar and mark what they say they mark; figures render and save for publication."""
 from __future__ import annotations
 
+import inspect
 from types import SimpleNamespace
 
 import matplotlib
@@ -11,8 +12,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from builders import PAIR_TOKENS, make_encoded, random_row_stochastic  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
-from bertlook_utils import clustering, figures, gradients, patterns, probes, syntax, viz  # noqa: E402
+from bertlook_utils import (  # noqa: E402
+    attribution, clustering, coref, corefdata, disabling, figures, gradients, identifiability, norms, patterns, probes,
+    relations, syntax, tokentypes, viz)
+from bertlook_utils.conventions import head_frame  # noqa: E402
 
 L, H = 2, 3
 rng = np.random.default_rng(0)
@@ -40,98 +46,95 @@ def rendered(drawn) -> bytes:
     return png
 
 
-def test_save_keeps_text_as_text_and_refuses_an_unknown_format(tmp_path):
-    fig, ax = plt.subplots()
-    ax.set_title("head 3-9 <det>")
-    svg = viz.save(ax, tmp_path / "fig.svg").read_text()
-    assert "head 3-9 &lt;det&gt;" in svg  # a searchable, editable label, escaped
-    with pytest.raises(ValueError, match="save as one of .png, .svg, .pdf"):
-        viz.save(fig, tmp_path / "fig.jpg")
-
-
 def colour_bars(fig) -> int:
     return sum(ax.get_label() == "<colorbar>" for ax in fig.axes)
 
 
-def test_sep_noop_figures():
+# -- synthetic results of the analyses, L x H heads ------------------------------------------------------------
+def per_head(*columns: str, scale: float = 1.0) -> pd.DataFrame:
+    """A per-head table (`layer`, `head`, 1-indexed) with random values in [0, scale) in each column."""
+    return head_frame({column: scale * rng.random((L, H)) for column in columns})
+
+
+def gradient_result() -> gradients.GradientResult:
     gradient = rng.random((4, L, H, len(gradients.CATEGORIES))) + 0.1
     attention = rng.dirichlet(np.ones(len(gradients.CATEGORIES)), (4, L, H))
-    result = gradients.GradientResult(gradient, attention, "pair-cosine")
-    assert len(figures.attention_and_gradient(result).axes) == 2
-    assert colour_bars(figures.sink_gradient_by_head(result)) == 1  # coloured by layer
+    return gradients.GradientResult(gradient, attention, "pair-cosine")
+
+
+def ablation_result() -> gradients.AblationResult:
     rows = [("layer", layer, 0, *condition, i, 1e-3 * (i + 1), 2e-3 * (i + layer), 0.3)
             for layer in (1, 2) for condition in gradients.CONDITIONS for i in range(3)]
     frame = pd.DataFrame(rows, columns=["scope", "layer", "head", *gradients.CONDITION_COLUMNS, "input",
                                         *gradients.DISTANCES, "moved"])
-    fig = figures.sink_ablation(gradients.AblationResult(frame, reference=0.05))
-    assert [len(ax.get_legend_handles_labels()[0]) for ax in fig.axes] == [4, 4]  # 3 edits + the yardstick
-    rendered(fig)
+    return gradients.AblationResult(frame, reference=0.05)
 
 
-def test_value_norms_figure_marks_the_sink_threshold_and_colours_by_layer():
-    norms = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L),
-                          "sink": rng.random(L * H), "value_ratio": rng.random(L * H) + 0.01,
-                          "output_ratio": [np.nan] + list(rng.random(L * H - 1) + 0.01)})
-    fig = figures.value_norms(norms, threshold=0.4)
-    assert colour_bars(fig) == 1
-    ax = fig.axes[0]
-    assert any(np.allclose(line.get_xdata(), 0.4) for line in ax.lines)
-    assert np.isfinite(ax.collections[0].get_offsets()).all()  # a NaN output ratio falls back to the value ratio
-    rendered(fig)
+def value_norm_frame() -> pd.DataFrame:
+    """`gradients.value_norms`; the first head has no output ratio."""
+    frame = per_head("sink")
+    frame["value_ratio"] = rng.random(L * H) + 0.01
+    frame["output_ratio"] = [np.nan] + list(rng.random(L * H - 1) + 0.01)
+    return frame
 
 
-def test_broad_definitions_draws_both_thresholds():
-    broad = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L),
-                          "entropy": rng.random(L * H) * 4 + 1, "max_weight": rng.random(L * H) * 0.5 + 0.01})
-    fig = figures.broad_definitions(broad, max_weight=0.1, entropy_above=3.8)
-    ax = fig.axes[0]
-    assert any(np.allclose(line.get_xdata(), 0.1) for line in ax.lines)
-    assert any(np.allclose(line.get_ydata(), 3.8) for line in ax.lines)
-    assert len(ax.get_legend_handles_labels()[0]) == 2
-    rendered(fig)
+def broad_frame() -> pd.DataFrame:
+    broad = per_head("entropy", "max_weight")
+    broad["entropy"], broad["max_weight"] = 4 * broad["entropy"] + 1, 0.5 * broad["max_weight"] + 0.01
+    return broad
 
 
-def test_entropy_by_layer_draws_the_uniform_reference():
-    entropy = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L),
-                            "entropy": rng.random(L * H) * 4, "cls_entropy": rng.random(L * H) * 4,
-                            "uniform": np.log(128), "max_weight": 0.2})
-    fig = figures.entropy_by_layer(entropy)
-    assert all(any(np.allclose(line.get_ydata(), np.log(128)) for line in ax.lines) for ax in fig.axes)
-    rendered(fig)
+def entropy_frame() -> pd.DataFrame:
+    return per_head("entropy", "cls_entropy", scale=4).assign(uniform=np.log(128), max_weight=0.2)
 
 
-def test_syntax_figures_mark_the_best_head():
-    words = ["The", "cat", "sat", "down", "."]
-    heads, relations = [2, 3, 0, 3, 3], ["det", "nsubj", "ROOT", "advmod", "punct"]
-    attn = rng.dirichlet(np.ones(7), (L, H, 7)).astype(np.float32)
-    example = syntax.ParsedAttention(attn, heads, relations, words)
-    assert len(figures.relation_head(example, 1, 2, "det")) == 2
-    focused = np.zeros((L, H, 7, 7), dtype=np.float32)
-    focused[:, :, 1:6, 2] = 1  # every word attends to "cat": right for "The" (det), wrong for "cat" (nsubj)
-    focused[:, :, [0, 6], 0] = 1
-    left, _ = figures.relation_head(syntax.ParsedAttention(focused, heads, relations, words), 1, 1, "det")
-    assert left.get_title() == "det: head 1-1 (dependent → head),\n1 of 1 right on this sentence"
-    left, _ = figures.relation_head(syntax.ParsedAttention(focused, heads, relations, words), 1, 1, "nsubj")
-    assert left.get_title().endswith("0 of 1 right on this sentence")
-    fig = figures.relation_heads([example, example, example], [("det", 1, 1, "dep->head"), ("nsubj", 2, 3, "head->dep"),
-                                                               ("det", 2, 1, "dep->head")])
-    assert sum(ax.axison for ax in fig.axes) == 0 and len(fig.axes) == 8  # 3 pairs drawn, the 4th left blank
-    frame = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L),
-                          "accuracy": [0.1, 0.2, 0.3, 0.9, 0.4, 0.5]})
-    ax = figures.accuracy_grid(frame, title="det")
-    assert ax.get_title() == "det: best head 2-1 = 90.0 %"
-    boxes = [p for p in ax.patches if p.get_edgecolor()[:3] == (0, 0, 0)]
-    assert len(boxes) == 1 and boxes[0].get_xy() == (-0.5, 0.5)  # head 1 of layer 2
-    assert colour_bars(ax.figure) == 1
-    rendered(ax)
+WORDS = ["The", "cat", "sat", "down", "."]
+HEADS, RELATIONS = [2, 3, 0, 3, 3], ["det", "nsubj", "ROOT", "advmod", "punct"]
 
 
-def test_accuracy_by_rank_labels_the_last_rank_as_that_or_more():
-    by_rank = pd.DataFrame({"rank": [1, 2, 3], "n": [10, 5, 2], "nearest mention": [1.0, 0.0, 0.0],
-                            "sieve": [0.9, 0.6, 0.5]})
-    fig = figures.accuracy_by_rank(by_rank)
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][-1] == "3+\n(n = 2)"
-    rendered(fig)
+def parsed_example(attn: np.ndarray | None = None) -> syntax.ParsedAttention:
+    """The five words above with their gold arcs, and random word-level maps [L, H, 7, 7] unless given."""
+    attn = rng.dirichlet(np.ones(7), (L, H, 7)).astype(np.float32) if attn is None else attn
+    return syntax.ParsedAttention(attn, HEADS, RELATIONS, WORDS)
+
+
+def accuracy_frame() -> pd.DataFrame:
+    """`syntax.accuracy_frame` of one relation; the best head is 2-1."""
+    return head_frame({"accuracy": np.array([[0.1, 0.2, 0.3], [0.9, 0.4, 0.5]])})
+
+
+def table1_frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`syntax.head_accuracy` and `offset_baseline` of Table 1's relations (spaCy's names)."""
+    from bertlook_utils import compare
+
+    relations_ = compare.TABLE1_RELATIONS
+    heads = pd.DataFrame({"relation": relations_, "layer": 1, "head": 2, "direction": "dep->head",
+                          "accuracy": np.linspace(0.3, 0.9, len(relations_)), "n": 100})
+    heads["low"], heads["high"] = heads["accuracy"] - 0.02, heads["accuracy"] + 0.02
+    return heads, pd.DataFrame({"relation": relations_, "offset": 1, "accuracy": 0.2, "n": 100})
+
+
+def passage_and_map() -> tuple[corefdata.Passage, np.ndarray]:
+    """A generated story and one head's random word-level map [m, m] ([CLS] first)."""
+    passage = corefdata.generate(1, seed=3)[0]
+    return passage, random_row_stochastic(rng, (len(passage.words) + 2,) * 2)
+
+
+def coref_result() -> coref.CorefResult:
+    """A `coref.CorefResult` with only what Table 2 reads: the held-out table and the readings' best heads."""
+    readings = pd.DataFrame({"reading": list(coref.READINGS), "layer": [1, 2, 2], "head": [2, 1, 3]})
+    readings["label"] = [f"{layer}-{head}" for layer, head in zip(readings["layer"], readings["head"])]
+    systems = [*coref.SYSTEMS, *(coref.best_head_label((layer, head), reading) for reading, layer, head in
+                                   readings[["reading", "layer", "head"]].itertuples(index=False))]
+    table = pd.DataFrame([(s, t, a, a - 0.05, a + 0.05, 40) for s in systems for t, a in
+                          zip(coref.COLUMNS, rng.uniform(0.2, 0.8, len(coref.COLUMNS)))],
+                         columns=["system", "type", "accuracy", "low", "high", "n"])
+    return coref.CorefResult([], pd.DataFrame(), np.empty(0), np.empty(0), pd.DataFrame(), (1, 2), table, readings)
+
+
+def by_rank_frame() -> pd.DataFrame:
+    return pd.DataFrame({"rank": [1, 2, 3], "n": [10, 5, 2], "nearest mention": [1.0, 0.0, 0.0],
+                         "sieve": [0.9, 0.6, 0.5]})
 
 
 def synthetic_probes() -> probes.ProbeResults:
@@ -149,6 +152,304 @@ def synthetic_probes() -> probes.ProbeResults:
                                6, 4, "spacy-md")
 
 
+def synthetic_clusters() -> clustering.ClusterResult:
+    points = rng.normal(size=(L * H, 2))
+    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    heads = head_frame({"x": points[:, 0].reshape(L, H), "y": points[:, 1].reshape(L, H),
+                        "entropy": 4 * rng.random((L, H))})
+    heads["label"] = [f"{layer}-{head}" for layer, head in zip(heads["layer"], heads["head"])]
+    heads["behaviour"] = ["broad", "prev", "other", "cls", "cls", "other"]
+    return clustering.ClusterResult(distances, 10, heads, [], L, H)
+
+
+def group_tests(result: clustering.ClusterResult) -> dict:
+    """One testable grouping and one that is not (None)."""
+    return {"layers": clustering.layer_test(result.distances, L, n_permutations=50), "behaviours": None}
+
+
+def fine_tuned() -> dict:
+    """task -> a stand-in for `finetune.FineTuned` with its training history."""
+    return {"topic": SimpleNamespace(history=pd.DataFrame({"step": [1, 2, 3], "loss": [2.0, 1.5, 1.0]}))}
+
+
+def pattern_maps(n: int = 12) -> dict[str, np.ndarray]:
+    values = rng.random((n, n))
+    return {"vertical": np.tile(np.eye(n)[0], (n, 1)), "diagonal": np.eye(n, k=-1) + np.eye(n)[:, :1] * np.eye(n)[0],
+            "heterogeneous": values / values.sum(1, keepdims=True)}
+
+
+def labelled_features() -> pd.DataFrame:
+    """`patterns.labelled_features`: one hand-labelled map of each kind."""
+    k = len(patterns.KINDS)
+    return pd.DataFrame({"label": list(patterns.KINDS), **{f: rng.random(k) for f in patterns.FEATURES}})
+
+
+def confusion_matrices() -> dict[str, pd.DataFrame]:
+    confusion = pd.crosstab(pd.Series(["block", "broad"], name="label"), pd.Series(["block", "block"], name="rules"))
+    return {"rules": confusion, "learned": confusion}
+
+
+def pattern_shares_by_layer() -> dict[tuple[str, str], pd.DataFrame]:
+    """(task, model) -> `patterns.shares_by_layer`."""
+    return {("topic", "pre-trained"): pd.DataFrame(rng.dirichlet(np.ones(len(patterns.KINDS)), L),
+                                                   columns=list(patterns.KINDS), index=pd.Index([1, 2], name="layer"))}
+
+
+def share_estimates() -> dict[str, pd.DataFrame]:
+    groups = [("topic", "pre-trained"), ("topic", "fine-tuned")]
+    estimate = pd.DataFrame([(t, m, kind, 0.2, 0.1, 0.3) for t, m in groups for kind in patterns.KINDS],
+                            columns=["task", "model", "kind", "share", "low", "high"])
+    return {"rules": estimate, "labels": estimate}
+
+
+def map_similarities() -> dict[str, np.ndarray]:
+    return {"topic": 1 - rng.random((L, H)) / 10, "pairs": 1 - rng.random((L, H)) / 5}
+
+
+def relation_score_results() -> dict[str, relations.RelationScores]:
+    """null -> `relations.score_maps` of one frame on four sentences."""
+    maps = [random_row_stochastic(rng, (L, H, 6, 6)) for _ in range(4)]
+    frames = [relations.Frame(k, 0, ((1, 2),), ("dobj",)) for k in range(4)]
+    return {null: relations.score_maps(maps, frames, n_draws=100, null=null) for null in relations.NULLS}
+
+
+def special_changes() -> dict[str, pd.DataFrame]:
+    """task -> `tokentypes.special_change`."""
+    change = pd.DataFrame({f"{t}_{q}": rng.random(L) for t in ("cls", "sep") for q in
+                           ("before", "after", "change", "change_low", "change_high")},
+                          index=pd.Index([1, 2], name="layer"))
+    return {"topic": change, "pairs": change}
+
+
+def cls_changes() -> dict[str, pd.DataFrame]:
+    """task -> `tokentypes.cls_change`."""
+    n = len(tokentypes.TYPES)
+    return {"topic": pd.DataFrame({"category": list(tokentypes.TYPES), "before": rng.random(n),
+                                   "after": rng.random(n), "change": np.zeros(n), "change_low": -np.ones(n) / 10,
+                                   "change_high": np.ones(n) / 10, "base_rate": rng.random(n)})}
+
+
+def stripe_tables() -> dict[str, pd.DataFrame]:
+    """name -> `TokenTypeAttention.stripe_table`."""
+    n = len(tokentypes.TYPES)
+    return {"topic": pd.DataFrame({"category": list(tokentypes.TYPES), "share_of_tokens": rng.random(n),
+                                   "share_of_stripes": rng.random(n)})}
+
+
+def disabling_scans() -> dict[str, pd.DataFrame]:
+    """task -> `disabling.Scan.frame`: nothing disabled, each head, each whole layer (head 0)."""
+    scan = pd.DataFrame([(0, 0, 0.0)] + [(layer, head, rng.normal() / 50) for layer in (1, 2) for head in range(H + 1)],
+                        columns=["layer", "head", "delta_accuracy"])
+    return {"topic": scan}
+
+
+def held_out_results() -> dict[str, disabling.HeldOut]:
+    logits = rng.normal(size=(20, 1 + L * H + L, 2)).astype(np.float32)
+    scan = disabling.Scan("topic", disabling.runs(L, H), logits, np.arange(20) % 2)
+    held = disabling.held_out(scan, np.arange(10), np.arange(10, 20))
+    return {"topic": held, "again": held}
+
+
+def norm_result(n: int = 3) -> norms.NormResult:
+    """`norms.NormResult` of n inputs: shares over the four categories per head and per layer, mixing ratios."""
+    k = len(gradients.CATEGORIES)
+    arrays = {key: rng.dirichlet(np.ones(k), (n, L, H)) for key in ("weight", "norm")}
+    arrays |= {key: rng.dirichlet(np.ones(k), (n, L)) for key in ("layer_weight", "layer_norm", "layer_context")}
+    return norms.NormResult(arrays | {"mixing": rng.random((n, L, len(norms.MIXING)))})
+
+
+def explanation(words: int = 5) -> attribution.Explanation:
+    """`attribution.explain` of one input: random scores per word and [CLS] rows per layer."""
+    scores = pd.DataFrame({"word": [f"w{i}" for i in range(words)],
+                           **{m: rng.normal(size=words) for m in (*attribution.METHODS, "leave_one_out")}})
+    return attribution.Explanation(list(scores["word"]), 1, 0.8, scores,
+                                   {m: rng.random((L, words)) for m in ("attention", "rollout")})
+
+
+def importance_frames() -> dict[str, pd.DataFrame]:
+    """task -> `importance.head_importance`."""
+    return {"topic": per_head("importance", "low", "high")}
+
+
+def pruning_frames() -> dict[str, pd.DataFrame]:
+    """task -> `importance.pruning_curves`: least important first and two random orders."""
+    shares = np.linspace(0, 1, 4)
+    rows = [(order, s, round(s * L * H), 1 - s * rng.uniform(0.3, 0.6)) for order in
+            ("importance", "random 1", "random 2") for s in shares]
+    return {"topic": pd.DataFrame(rows, columns=["order", "share", "heads", "accuracy"])}
+
+
+def removal_frames() -> dict[str, pd.DataFrame]:
+    """task -> `importance.pattern_removal`."""
+    kinds = list(patterns.KINDS[:3])
+    random = rng.uniform(0.6, 0.8, len(kinds))
+    return {"topic": pd.DataFrame({"kind": kinds, "heads": [1, 2, 3], "accuracy": rng.uniform(0.5, 0.9, len(kinds)),
+                                   "random": random, "random low": random - 0.1, "random high": random + 0.1,
+                                   "none": 0.9})}
+
+
+def one_input_attention(n: int = 6) -> np.ndarray:
+    """One input's maps [L, H, n, n]."""
+    return random_row_stochastic(rng, (L, H, n, n)).astype(np.float64)
+
+
+def twin_maps() -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """One head's map [6, 6] and `identifiability.null_space_twin` of it (values [6, 2]), and its tokens."""
+    attn = one_input_attention()[0, 0]
+    return attn, identifiability.null_space_twin(attn, rng.normal(size=(6, 2)), 0), PAIR_TOKENS[:6]
+
+
+def token_maps() -> dict[str, np.ndarray]:
+    """Last-layer attention (mean over heads), rollout and flow of one input."""
+    attn = one_input_attention()
+    return {"attention": attn[-1].mean(0), "rollout": attribution.rollout(attn)[-1], "flow": attribution.flow(attn)}
+
+
+# -- every public figure, called once ---------------------------------------------------------------------------
+CASES = {  # name -> a call of it on synthetic results
+    "attention_and_gradient": lambda: figures.attention_and_gradient(gradient_result()),
+    "sink_gradient_by_head": lambda: figures.sink_gradient_by_head(gradient_result()),
+    "sink_ablation": lambda: figures.sink_ablation(ablation_result()),
+    "value_norms": lambda: figures.value_norms(value_norm_frame()),
+    "broad_definitions": lambda: figures.broad_definitions(broad_frame()),
+    "entropy_by_layer": lambda: figures.entropy_by_layer(entropy_frame()),
+    "relation_head": lambda: figures.relation_head(parsed_example(), 1, 2, "det"),
+    "relation_heads": lambda: figures.relation_heads([parsed_example()] * 2, [("det", 1, 1, "dep->head"),
+                                                                              ("nsubj", 2, 3, "head->dep")]),
+    "accuracy_grid": lambda: figures.accuracy_grid(accuracy_frame(), title="det"),
+    "table1": lambda: figures.table1(*table1_frames()),
+    "antecedent_attention": lambda: figures.antecedent_attention(*passage_and_map()),
+    "table2": lambda: figures.table2(coref_result()),
+    "accuracy_by_rank": lambda: figures.accuracy_by_rank(by_rank_frame()),
+    "probe_curves": lambda: figures.probe_curves(synthetic_probes()),
+    "probe_weights": lambda: figures.probe_weights(synthetic_probes()),
+    "weight_against_accuracy": lambda: figures.weight_against_accuracy(synthetic_probes()),
+    "mds_map": lambda: figures.mds_map(synthetic_clusters()),
+    "dendrogram": lambda: figures.dendrogram(synthetic_clusters()),
+    "aligned_maps": lambda: figures.aligned_maps(synthetic_clusters(), synthetic_clusters()),
+    "permutation_tests": lambda: figures.permutation_tests(group_tests(synthetic_clusters())),
+    "finetuning_loss": lambda: figures.finetuning_loss(fine_tuned()),
+    "pattern_examples": lambda: figures.pattern_examples(pattern_maps()),
+    "pattern_features": lambda: figures.pattern_features(labelled_features(), patterns.THRESHOLDS),
+    "confusions": lambda: figures.confusions(confusion_matrices()),
+    "pattern_shares": lambda: figures.pattern_shares(pattern_shares_by_layer()),
+    "pattern_share_estimates": lambda: figures.pattern_share_estimates(share_estimates()),
+    "map_similarity": lambda: figures.map_similarity(map_similarities()),
+    "relation_scores": lambda: figures.relation_scores(relation_score_results()),
+    "special_by_layer": lambda: figures.special_by_layer(special_changes()),
+    "cls_by_type": lambda: figures.cls_by_type(cls_changes(), tokentypes.TYPES),
+    "stripe_types": lambda: figures.stripe_types(stripe_tables(), tokentypes.TYPES),
+    "disabling_scan": lambda: figures.disabling_scan(disabling_scans()),
+    "held_out_disabling": lambda: figures.held_out_disabling(held_out_results()),
+    "norm_shares": lambda: figures.norm_shares(norm_result()),
+    "weight_against_norm": lambda: figures.weight_against_norm(norm_result().by_head()),
+    "context_mixing": lambda: figures.context_mixing(norm_result().mixing()),
+    "null_space_twin": lambda: figures.null_space_twin(*twin_maps(), title="head 1-1"),
+    "effective_sinks": lambda: figures.effective_sinks(per_head("cls", "sep", "punct"),
+                                                       per_head("cls", "sep", "punct", scale=0.2)),
+    "flow_seconds": lambda: figures.flow_seconds(attribution.flow_seconds(L, H, [4, 8]), limit=1.0),
+    "word_scores": lambda: figures.word_scores(explanation()),
+    "explanation_correlations": lambda: figures.explanation_correlations(
+        attribution.correlations([explanation() for _ in range(3)])),
+    "head_importance": lambda: figures.head_importance(importance_frames()),
+    "pruning_curves": lambda: figures.pruning_curves(pruning_frames()),
+    "pattern_removal": lambda: figures.pattern_removal(removal_frames()),
+    "rollout_and_flow": lambda: figures.rollout_and_flow(PAIR_TOKENS[:6], token_maps()),
+}
+
+
+def public_figures() -> dict[str, object]:
+    """name -> function, for every public function defined in the figure modules (one per paper)."""
+    return {name: f for module in (figures.clark, figures.kovaleva, figures.later)
+            for name, f in inspect.getmembers(module, inspect.isfunction)
+            if f.__module__ == module.__name__ and not name.startswith("_")}
+
+
+@pytest.mark.parametrize("name", sorted(public_figures().keys() | CASES.keys()))
+def test_every_public_figure_draws_a_figure(name):
+    """Each public figure has a case here and is a name of `figures`; called on synthetic results, it draws one
+    Figure with data on it (returned, or the figure of the Axes returned; scipy's tree for the dendrogram)."""
+    assert name in public_figures(), f"a case for {name}, which is no public figure"
+    assert name in CASES, f"figures.{name} has no case in CASES"
+    assert getattr(figures, name) is public_figures()[name], f"figures/__init__.py does not re-export {name}"
+    plt.close("all")  # figures an earlier test left open
+    drawn = CASES[name]()
+    fig = plt.gcf() if isinstance(drawn, dict) else getattr(np.ravel(drawn)[0], "figure", drawn)
+    assert isinstance(fig, Figure) and plt.get_fignums() == [fig.number]
+    assert fig.axes and any(ax.has_data() for ax in fig.axes)
+    assert viz.figure_png(fig).startswith(b"\x89PNG")
+
+
+# -- what particular figures mark ------------------------------------------------------------------------------
+def test_save_keeps_text_as_text_and_refuses_an_unknown_format(tmp_path):
+    fig, ax = plt.subplots()
+    ax.set_title("head 3-9 <det>")
+    svg = viz.save(ax, tmp_path / "fig.svg").read_text()
+    assert "head 3-9 &lt;det&gt;" in svg  # a searchable, editable label, escaped
+    with pytest.raises(ValueError, match="save as one of .png, .svg, .pdf"):
+        viz.save(fig, tmp_path / "fig.jpg")
+
+
+def test_sep_noop_figures():
+    result = gradient_result()
+    assert len(figures.attention_and_gradient(result).axes) == 2
+    assert colour_bars(figures.sink_gradient_by_head(result)) == 1  # coloured by layer
+    fig = figures.sink_ablation(ablation_result())
+    assert [len(ax.get_legend_handles_labels()[0]) for ax in fig.axes] == [4, 4]  # 3 edits + the yardstick
+    rendered(fig)
+
+
+def test_value_norms_figure_marks_the_sink_threshold_and_colours_by_layer():
+    fig = figures.value_norms(value_norm_frame(), threshold=0.4)
+    assert colour_bars(fig) == 1
+    ax = fig.axes[0]
+    assert any(np.allclose(line.get_xdata(), 0.4) for line in ax.lines)
+    assert np.isfinite(ax.collections[0].get_offsets()).all()  # a NaN output ratio falls back to the value ratio
+    rendered(fig)
+
+
+def test_broad_definitions_draws_both_thresholds():
+    fig = figures.broad_definitions(broad_frame(), max_weight=0.1, entropy_above=3.8)
+    ax = fig.axes[0]
+    assert any(np.allclose(line.get_xdata(), 0.1) for line in ax.lines)
+    assert any(np.allclose(line.get_ydata(), 3.8) for line in ax.lines)
+    assert len(ax.get_legend_handles_labels()[0]) == 2
+    rendered(fig)
+
+
+def test_entropy_by_layer_draws_the_uniform_reference():
+    fig = figures.entropy_by_layer(entropy_frame())
+    assert all(any(np.allclose(line.get_ydata(), np.log(128)) for line in ax.lines) for ax in fig.axes)
+    rendered(fig)
+
+
+def test_syntax_figures_mark_the_best_head():
+    example = parsed_example()
+    assert len(figures.relation_head(example, 1, 2, "det")) == 2
+    focused = np.zeros((L, H, 7, 7), dtype=np.float32)
+    focused[:, :, 1:6, 2] = 1  # every word attends to "cat": right for "The" (det), wrong for "cat" (nsubj)
+    focused[:, :, [0, 6], 0] = 1
+    left, _ = figures.relation_head(parsed_example(focused), 1, 1, "det")
+    assert left.get_title() == "det: head 1-1 (dependent → head),\n1 of 1 right on this sentence"
+    left, _ = figures.relation_head(parsed_example(focused), 1, 1, "nsubj")
+    assert left.get_title().endswith("0 of 1 right on this sentence")
+    fig = figures.relation_heads([example, example, example], [("det", 1, 1, "dep->head"), ("nsubj", 2, 3, "head->dep"),
+                                                               ("det", 2, 1, "dep->head")])
+    assert sum(ax.axison for ax in fig.axes) == 0 and len(fig.axes) == 8  # 3 pairs drawn, the 4th left blank
+    ax = figures.accuracy_grid(accuracy_frame(), title="det")
+    assert ax.get_title() == "det: best head 2-1 = 90.0 %"
+    boxes = [p for p in ax.patches if p.get_edgecolor()[:3] == (0, 0, 0)]
+    assert len(boxes) == 1 and boxes[0].get_xy() == (-0.5, 0.5)  # head 1 of layer 2
+    assert colour_bars(ax.figure) == 1
+    rendered(ax)
+
+
+def test_accuracy_by_rank_labels_the_last_rank_as_that_or_more():
+    fig = figures.accuracy_by_rank(by_rank_frame())
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][-1] == "3+\n(n = 2)"
+    rendered(fig)
+
+
 def test_probe_figures():
     results = synthetic_probes()
     fig = figures.probe_curves(results)
@@ -158,21 +459,9 @@ def test_probe_figures():
     notes = [t.get_text() for t in fig.axes[0].texts] + [t.get_text() for t in fig.axes[1].texts]
     assert "det" in notes and "nsubj" in notes  # the best maps of notebook 04, named in their cells
     rendered(fig)
-    rendered(figures.weight_against_accuracy(results))
     table = probes.weight_table(results)
     assert table.set_index(["head", "direction"]).loc[("1-2", "dep->head"), "best for (nb 04)"] == "det"
     assert table.set_index(["head", "direction"]).loc[("2-1", "head->dep"), "best for (nb 04)"] == "-"
-
-
-def synthetic_clusters() -> clustering.ClusterResult:
-    points = rng.normal(size=(L * H, 2))
-    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
-    heads = pd.DataFrame({"layer": np.repeat([1, 2], H), "head": np.tile(range(1, H + 1), L)})
-    heads["label"] = [f"{l}-{h}" for l, h in zip(heads["layer"], heads["head"])]
-    heads["behaviour"] = ["broad", "prev", "other", "cls", "cls", "other"]
-    heads[["x", "y"]] = points
-    heads["entropy"] = rng.random(L * H) * 4
-    return clustering.ClusterResult(distances, 10, heads, [], L, H)
 
 
 def test_clustering_figures():
@@ -186,72 +475,37 @@ def test_clustering_figures():
     tree = figures.dendrogram(result)
     assert sorted(tree["ivl"]) == sorted(result.heads["label"])
     rendered(figures.aligned_maps(result, synthetic_clusters()))
-    test = clustering.layer_test(result.distances, L, n_permutations=50)
-    fig = figures.permutation_tests({"layers": test, "behaviours": None})
+    fig = figures.permutation_tests(group_tests(result))
     assert fig.axes[0].axison and not fig.axes[1].axison
     rendered(fig)
 
 
 def test_dark_secrets_figures():
-    tuned = {"topic": SimpleNamespace(history=pd.DataFrame({"step": [1, 2, 3], "loss": [2.0, 1.5, 1.0]}))}
-    rendered(figures.finetuning_loss(tuned))
-    k = len(patterns.KINDS)
-    labelled = pd.DataFrame({"label": list(patterns.KINDS), **{f: rng.random(k) for f in patterns.FEATURES}})
-    fig = figures.pattern_features(labelled, patterns.THRESHOLDS)
-    assert len(fig.axes[0].collections) == k
-    confusion = pd.crosstab(pd.Series(["block", "broad"], name="label"), pd.Series(["block", "block"], name="rules"))
-    assert colour_bars(figures.confusions({"rules": confusion, "learned": confusion})) == 2
-    shares = {("topic", "pre-trained"): pd.DataFrame(rng.dirichlet(np.ones(k), L), columns=list(patterns.KINDS),
-                                                     index=pd.Index([1, 2], name="layer"))}
-    fig = figures.pattern_shares(shares)
-    assert len(fig.axes[0].patches) == L * k
-    groups = [("topic", "pre-trained"), ("topic", "fine-tuned")]
-    estimate = pd.DataFrame([(t, m, kind, 0.2, 0.1, 0.3) for t, m in groups for kind in patterns.KINDS],
-                            columns=["task", "model", "kind", "share", "low", "high"])
-    fig = figures.pattern_share_estimates({"rules": estimate, "labels": estimate})
+    fig = figures.pattern_features(labelled_features(), patterns.THRESHOLDS)
+    assert len(fig.axes[0].collections) == len(patterns.KINDS)
+    assert colour_bars(figures.confusions(confusion_matrices())) == 2
+    fig = figures.pattern_shares(pattern_shares_by_layer())
+    assert len(fig.axes[0].patches) == L * len(patterns.KINDS)
+    fig = figures.pattern_share_estimates(share_estimates())
     assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == list(patterns.KINDS)
-    similarity = {"topic": 1 - rng.random((L, H)) / 10, "pairs": 1 - rng.random((L, H)) / 5}
-    assert colour_bars(figures.map_similarity(similarity)) == 2
-    scan = pd.DataFrame([(0, 0, 0.0)] + [(l, h, rng.normal() / 50) for l in (1, 2) for h in range(H + 1)],
-                        columns=["layer", "head", "delta_accuracy"])
-    fig = figures.disabling_scan({"topic": scan})
+    assert colour_bars(figures.map_similarity(map_similarities())) == 2
+    fig = figures.disabling_scan(disabling_scans())
     assert colour_bars(fig) == 1 and len(fig.axes[1].patches) == L  # one bar per layer
     rendered(fig)
 
 
 def test_notebook_09_figures():
-    from conftest import random_row_stochastic
-
-    from bertlook_utils import disabling, relations, tokentypes
-
-    logits = rng.normal(size=(20, 1 + L * H + L, 2)).astype(np.float32)
-    scan = disabling.Scan("topic", disabling.runs(L, H), logits, np.arange(20) % 2)
-    held = disabling.held_out(scan, np.arange(10), np.arange(10, 20))
-    fig = figures.held_out_disabling({"topic": held, "again": held})
+    fig = figures.held_out_disabling(held_out_results())
     assert [ax.get_title() for ax in fig.axes] == ["topic", "again"]
     rendered(fig)
-    maps = [random_row_stochastic(rng, (L, H, 6, 6)) for _ in range(4)]
-    frames = [relations.Frame(k, 0, ((1, 2),), ("dobj",)) for k in range(4)]
-    scores = {null: relations.score_maps(maps, frames, n_draws=100, null=null) for null in relations.NULLS}
-    assert colour_bars(figures.relation_scores(scores)) == 2
-    layers = pd.Index([1, 2], name="layer")
-    change = pd.DataFrame({f"{t}_{q}": rng.random(L) for t in ("cls", "sep") for q in
-                           ("before", "after", "change", "change_low", "change_high")}, index=layers)
-    assert len(figures.special_by_layer({"topic": change, "pairs": change}).axes) == 2
-    types = list(tokentypes.TYPES)
-    cls = pd.DataFrame({"category": types, "before": rng.random(len(types)), "after": rng.random(len(types)),
-                        "change": np.zeros(len(types)), "change_low": -np.ones(len(types)) / 10,
-                        "change_high": np.ones(len(types)) / 10, "base_rate": rng.random(len(types))})
-    assert len(figures.cls_by_type({"topic": cls}, types).axes[0].patches) == 2 * len(types)
-    stripes = pd.DataFrame({"category": types, "share_of_tokens": rng.random(len(types)),
-                            "share_of_stripes": rng.random(len(types))})
-    rendered(figures.stripe_types({"topic": stripes}, types))
+    assert colour_bars(figures.relation_scores(relation_score_results())) == 2
+    assert len(figures.special_by_layer(special_changes()).axes) == 2
+    types = tokentypes.TYPES
+    assert len(figures.cls_by_type(cls_changes(), types).axes[0].patches) == 2 * len(types)
 
 
 @pytest.mark.parametrize("kind", ["map", "lines"])
 def test_plot_heads_draws_one_titled_panel_per_head(kind):
-    from conftest import PAIR_TOKENS, make_encoded, random_row_stochastic
-
     enc = make_encoded(PAIR_TOKENS, random_row_stochastic(rng, (L, H, len(PAIR_TOKENS), len(PAIR_TOKENS))))
     fig = viz.plot_heads(enc, {"first": (1, 1), "last": (2, 3)}, kind=kind)
     assert [ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>"] == ["first", "last"]
@@ -274,8 +528,6 @@ def _sink_and_prev(tokens):
 def test_plot_lines_fades_the_sink_and_keeps_top_k():
     from matplotlib.colors import to_hex
 
-    from conftest import PAIR_TOKENS, make_encoded
-
     enc = make_encoded(PAIR_TOKENS, _sink_and_prev(PAIR_TOKENS))
     n = len(PAIR_TOKENS)
     colours = lambda ax: [to_hex(line.get_color()) for line in ax.lines]  # noqa: E731
@@ -296,8 +548,6 @@ def test_plot_lines_fades_the_sink_and_keeps_top_k():
 
 
 def test_plot_head_scales_a_broad_head_and_shows_a_colour_bar():
-    from conftest import PAIR_TOKENS, make_encoded
-
     n = len(PAIR_TOKENS)
     broad = np.full((n, n), 1 / n)
     broad[0] = 0
@@ -314,9 +564,7 @@ def test_plot_head_scales_a_broad_head_and_shows_a_colour_bar():
 
 
 def test_pattern_examples_draws_one_titled_map_per_kind():
-    n = 12
-    maps = {"vertical": np.tile(np.eye(n)[0], (n, 1)), "diagonal": np.eye(n, k=-1) + np.eye(n)[:, :1] * np.eye(n)[0],
-            "heterogeneous": random_row_stochastic_maps(n)}
+    maps = pattern_maps()
     fig = figures.pattern_examples(maps, captions={"vertical": "head 2-3"})
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
     assert [ax.get_title() for ax in panels] == list(maps)
@@ -329,19 +577,10 @@ def test_pattern_examples_draws_one_titled_map_per_kind():
         figures.pattern_examples({})
 
 
-def random_row_stochastic_maps(n):
-    values = rng.random((n, n))
-    return values / values.sum(1, keepdims=True)
-
-
 def test_table1_dot_plot_puts_paper_and_run_side_by_side():
-    from bertlook_utils import compare, paper
+    from bertlook_utils import paper
 
-    relations = compare.TABLE1_RELATIONS
-    heads = pd.DataFrame({"relation": relations, "layer": 1, "head": 2, "direction": "dep->head",
-                          "accuracy": np.linspace(0.3, 0.9, len(relations)), "n": 100})
-    heads["low"], heads["high"] = heads["accuracy"] - 0.02, heads["accuracy"] + 0.02
-    baseline = pd.DataFrame({"relation": relations, "offset": 1, "accuracy": 0.2, "n": 100})
+    heads, baseline = table1_frames()
     fig = figures.table1(heads, baseline)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]

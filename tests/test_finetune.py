@@ -141,16 +141,17 @@ def test_task_scores_puts_the_baselines_beside_the_fine_tuned_model(tiny_folder,
     tuned = finetune.finetune(base, data, epochs=1, batch_size=4, cache_dir=tmp_path, progress=False)
     scores = finetune.task_scores(base, {"tiny": data}, {"tiny": tuned}, max_length=32, cache_dir=tmp_path,
                                   progress=False, untrained_heads=3)
-    assert list(scores.columns) == list(finetune.SCORE_COLUMNS) and list(scores.index) == ["tiny"]
+    assert list(scores.columns) == list(finetune.Score) and list(scores.index) == ["tiny"]
     row = scores.loc["tiny"]
-    assert row["majority class"] == finetune.majority_accuracy(data)
-    assert row["fine-tuned"] == finetune.accuracy_and_loss(*tuned.predict(data.test, cache_dir=None))[0]
+    assert row[finetune.Score.MAJORITY] == finetune.majority_accuracy(data)
+    assert row[finetune.Score.FINE_TUNED] == finetune.accuracy_and_loss(*tuned.predict(data.test, cache_dir=None))[0]
     test = finetune.frozen_states(base, data.test, 32, tmp_path, progress=False)
     train = finetune.frozen_states(base, data.train, 32, tmp_path, progress=False)
     labels = np.array([e.label for e in data.test])
-    assert row["untrained head"] == pytest.approx(finetune.untrained_head_accuracies(test["cls"], labels, 2, 3).mean())
+    untrained = finetune.untrained_head_accuracies(test["cls"], labels, 2, 3)
+    assert row[finetune.Score.UNTRAINED] == pytest.approx(untrained.mean())
     train_labels = np.array([e.label for e in data.train])
-    for column, kind in (("frozen [CLS]", "cls"), ("frozen mean-pooled", "mean")):
+    for column, kind in ((finetune.Score.FROZEN_CLS, "cls"), (finetune.Score.FROZEN_MEAN, "mean")):
         assert row[column] == finetune.probe_accuracy(train[kind], train_labels, test[kind], labels)
     with pytest.raises(ValueError, match="no fine-tuned model"):
         finetune.task_scores(base, {"tiny": data}, {}, max_length=32, cache_dir=tmp_path, progress=False)

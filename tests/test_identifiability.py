@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import random_row_stochastic
+from builders import random_row_stochastic
 
 from bertlook_utils import identifiability, intervene
 
@@ -59,8 +59,8 @@ def test_effective_encoder_keeps_outputs_and_changes_maps(tiny):
         eff = effective.model(**inputs, output_attentions=True)
     torch.testing.assert_close(eff.last_hidden_state, raw.last_hidden_state, atol=1e-4, rtol=1e-4)
     values = {}
-    hooks = [intervene.value_projection(tiny.model, l).register_forward_hook(
-        lambda m, a, out, l=l: values.__setitem__(l, out)) for l in range(tiny.n_layers)]
+    hooks = [intervene.value_projection(tiny.model, layer).register_forward_hook(
+        lambda m, a, out, layer=layer: values.__setitem__(layer, out)) for layer in range(tiny.n_layers)]
     with torch.inference_mode():
         tiny.model(**inputs)
     for hook in hooks:

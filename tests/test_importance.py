@@ -40,7 +40,7 @@ def test_a_mask_of_ones_is_the_model(classifier):
 def test_gradients_are_per_input_and_match_finite_differences(classifier):
     reducer = importance.MaskGradients(classifier, [e.label for e in EXAMPLES])
     importance._run(classifier, EXAMPLES, reducer, 4, None, False, "test")
-    gradient = reducer.parts[0]  # [4, 2, 4]
+    gradient = reducer.arrays["gradient"]  # [4, 2, 4]
     eps = 1e-3
     for k in (0, 2):
         for layer, head in ((0, 1), (1, 3)):
@@ -119,6 +119,7 @@ def test_masks_in_one_pass_equal_one_pass_per_mask(classifier, monkeypatch):
     importance._run(classifier, EXAMPLES, reducer, 4, None, False, "test")
     batch = next(batches(classifier.encoder, [e.item for e in EXAMPLES], attention=False))
     with torch.inference_mode():
-        direct = torch.stack([importance._logits(classifier, batch.model_inputs, torch.from_numpy(m)) for m in masks], 1)
-    np.testing.assert_allclose(reducer.parts[0], direct.numpy(), atol=1e-5)
+        direct = torch.stack([importance._logits(classifier, batch.model_inputs, torch.from_numpy(m))
+                              for m in masks], 1)
+    np.testing.assert_allclose(reducer.arrays["logits"], direct.numpy(), atol=1e-5)
     np.testing.assert_array_equal(together, direct.numpy().argmax(-1) == np.array([e.label for e in EXAMPLES])[:, None])

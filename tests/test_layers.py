@@ -13,8 +13,6 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
-
 import bertlook_utils
 from bertlook_utils import DRAWING_LAYER, LAYERS
 from bertlook_utils.core.source import PACKAGE_DIR, imports, module_name

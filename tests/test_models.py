@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import TINY_MAX_POSITIONS, save_tiny_model
+from builders import TINY_MAX_POSITIONS, save_tiny_model
 
 from bertlook_utils import Encoded, load_encoder
 from bertlook_utils import models
@@ -215,7 +215,7 @@ def test_the_default_weights_match_the_published_sha256():
     assert models.file_sha256(path) == "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
 
-# -- a locally saved tiny random model (conftest: save_tiny_model, tiny_folder, tiny) ------------------
+# -- a locally saved tiny random model (builders: save_tiny_model; conftest: tiny_folder, tiny) ---------
 
 
 def test_a_local_folder_loads_with_its_own_geometry(tiny, tiny_folder):

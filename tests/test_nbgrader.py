@@ -17,7 +17,8 @@ NOTEBOOK = "00_tour.ipynb"
 
 
 def _nbgrader(course: Path, *args: str) -> None:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # nbgrader runs alembic
+    # nbgrader runs alembic: the virtualenv's bin first on PATH
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}",
                     "--ExecutePreprocessor.timeout=600"], cwd=course, env=env, check=True, capture_output=True)
 

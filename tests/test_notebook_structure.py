@@ -2,16 +2,14 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from tools import navigation, student_copy
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import navigation  # noqa: E402
-import student_copy  # noqa: E402
 
 NOTEBOOKS = navigation.notebooks()
 
@@ -30,7 +28,7 @@ def test_there_are_notebooks():
 
 
 def test_committed_navigation_and_contents_are_up_to_date(repo_copy):
-    assert navigation.update(repo_copy) == [], "run `python tools/navigation.py` (or `make notebooks`)"
+    assert navigation.update(repo_copy) == [], "run `python -m tools.navigation` (or `make notebooks`)"
 
 
 def test_navigation_is_idempotent_and_keeps_one_header_and_footer(repo_copy):
@@ -55,7 +53,7 @@ def test_every_notebook_links_its_neighbours(path):
             assert f"({NOTEBOOKS[i - 1].name})" in cell.source
         if i + 1 < len(NOTEBOOKS):
             assert f"({NOTEBOOKS[i + 1].name})" in cell.source
-    assert navigation.PLAN[path.stem][1] in cells[0].source  # the figure it reproduces
+    assert navigation.course()["notebooks"][path.stem]["reproduces"] in cells[0].source
 
 
 def test_readme_lists_every_notebook():
@@ -67,7 +65,7 @@ def test_readme_lists_every_notebook():
 def test_student_copies_are_in_sync():
     stale = [str(p.relative_to(ROOT)) for p, text in student_copy.expected().items()
              if not p.exists() or p.read_text() != text]
-    assert not stale, f"run `python tools/student_copy.py`: {stale}"
+    assert not stale, f"run `python -m tools.student_copy`: {stale}"
     extra = set((ROOT / "notebooks" / "student").iterdir()) - set(student_copy.expected())
     assert not extra
     for path in (ROOT / "notebooks" / "student").glob("*.ipynb"):
@@ -120,6 +118,7 @@ def test_student_copies_rename_the_solutions_and_carry_nbgrader_metadata():
     solutions = [g for g in graded if g["solution"]]
     tests = [g for g in graded if g["grade"]]
     assert solutions and len(tests) == len(solutions) and all(t["locked"] and t["points"] > 0 for t in tests)
+    assert all(c.metadata["editable"] is False for c in student.cells if c.metadata.get("nbgrader", {}).get("grade"))
     assert len({g["grade_id"] for g in graded}) == len(graded)
     assert all(c.source.startswith("# Your answer") for c in student.cells if "answer" in c.metadata.get("tags", [])
                and "exercise" not in c.metadata)
@@ -130,5 +129,8 @@ def test_the_syllabus_covers_every_notebook_and_plans_three_labs_and_a_lecture()
     syllabus = index[index.index("## Syllabus"):]
     assert all(f"({p.name})" in syllabus for p in NOTEBOOKS)
     assert syllabus.count("- **Lab ") == 3 and "90-minute lecture" in syllabus
-    assert set(navigation.GOALS) == set(navigation.CLASS_MINUTES) == {p.stem for p in NOTEBOOKS}
-    assert {s for _, stems, _ in navigation.SESSIONS for s in stems} == {p.stem for p in NOTEBOOKS}
+    course = navigation.course()
+    assert list(course["notebooks"]) == [p.stem for p in NOTEBOOKS]
+    fields = {"paper", "reproduces", "shows", "goals", "needs", "walk_minutes", "exercise_minutes"}
+    assert all(set(about) == fields for about in course["notebooks"].values())
+    assert {s for session in course["sessions"] for s in session["notebooks"]} == {p.stem for p in NOTEBOOKS}

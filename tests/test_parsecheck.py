@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,8 +11,7 @@ import pytest
 
 from bertlook_utils import compare, intervals, parsecheck
 from bertlook_utils.parses import Sentence
-
-ROOT = Path(__file__).resolve().parents[1]
+from tools import parsecheck_sample
 
 
 # -- the Wilson interval ------------------------------------------------------------------------
@@ -119,7 +117,7 @@ def test_malformed_judgements_are_clear_errors(tmp_path, change, message):
 
 
 def test_missing_file_column_duplicates_and_partial(tmp_path):
-    with pytest.raises(FileNotFoundError, match="parsecheck_sample.py"):
+    with pytest.raises(FileNotFoundError, match="tools.parsecheck_sample"):
         parsecheck.load_judgements(tmp_path / "nothing.csv")
     short = write(tmp_path / "short.csv", [row(0, "det", "yes", "yes")], columns=parsecheck.SAMPLE_COLUMNS)
     with pytest.raises(ValueError, match="missing column"):
@@ -205,9 +203,4 @@ def test_readme_numbers_are_the_files():
 @pytest.mark.slow
 def test_the_code_draws_exactly_the_stored_sample():
     """From the cached parses (parsed first if the cache is cold: about a minute)."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import parsecheck_sample
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
     assert parsecheck.read_sample() == parsecheck_sample.drawn()

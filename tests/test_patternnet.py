@@ -5,9 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import column_map, identity_map, make_encoded, next_map, prev_map, segment_ids_for, spread_map, uniform_map
+from builders import (column_map, identity_map, make_encoded, next_map, prev_map, segment_ids_for, spread_map,
+                      uniform_map)
 
 from bertlook_utils import patternnet, patterns
+from bertlook_utils.analyses.patterns.evaluation import stratified_folds
+from bertlook_utils.analyses.patterns.kinds import PATTERNS
 from bertlook_utils.extract import Batch
 
 N, HALF = 40, 20
@@ -71,7 +74,7 @@ def test_the_net_learns_prototypes_built_another_way(prototype_net):
 
 
 def test_prototypes_follow_the_labels_scheme():
-    _, kinds = patternnet.prototype_grids(2, patterns.PATTERNS, seed=0)
+    _, kinds = patternnet.prototype_grids(2, PATTERNS, seed=0)
     assert "broad" not in set(kinds) and list(kinds).count("heterogeneous") == 4  # near-uniform: heterogeneous
 
 
@@ -85,7 +88,7 @@ def test_training_is_seeded_and_the_state_round_trips(prototype_net):
 
 
 def test_trained_nets_are_cached_by_images_and_labels(tmp_path, monkeypatch):
-    grids, kinds = patternnet.prototype_grids(2, patterns.PATTERNS, seed=0)
+    grids, kinds = patternnet.prototype_grids(2, PATTERNS, seed=0)
     settings = {"epochs": 1, "prototypes": 0}
     first = patternnet.trained(grids, kinds, settings=settings, cache_dir=tmp_path)
 
@@ -100,12 +103,12 @@ def test_trained_nets_are_cached_by_images_and_labels(tmp_path, monkeypatch):
 
 
 def test_cross_validation_uses_the_rules_folds_and_never_trains_on_the_held_out_fold(monkeypatch):
-    grids, kinds = patternnet.prototype_grids(5, patterns.PATTERNS, seed=0)
+    grids, kinds = patternnet.prototype_grids(5, PATTERNS, seed=0)
     grids[:, 0, 0, 0] = np.arange(len(grids))  # each image carries its row number
     seen = []
 
     class Remembers:
-        kinds = patterns.PATTERNS
+        kinds = PATTERNS
 
         def __init__(self, g, seed):
             seen.append((seed, set(g[:, 0, 0, 0].astype(int))))
@@ -113,9 +116,9 @@ def test_cross_validation_uses_the_rules_folds_and_never_trains_on_the_held_out_
         def probabilities(self, g, batch_size=512):
             return np.tile(np.eye(len(self.kinds))[0], (len(g), 1))  # vertical
 
-    monkeypatch.setattr(patternnet, "trained", lambda g, l, seed, settings, cache_dir: Remembers(g, seed))
+    monkeypatch.setattr(patternnet, "trained", lambda g, labels, seed, settings, cache_dir: Remembers(g, seed))
     cv = patternnet.cross_validate(grids, kinds, folds=5, seed=2)
-    assert np.array_equal(cv["fold"], patterns.stratified_folds(kinds, 5, seed=2))
+    assert np.array_equal(cv["fold"], stratified_folds(kinds, 5, seed=2))
     for fold, (seed, used) in enumerate(seen):
         assert seed == 2 and used == set(np.flatnonzero(cv["fold"].to_numpy() != fold))
     assert (cv["predicted"] == "vertical").all() and (cv["p_vertical"] == 1).all()
@@ -139,7 +142,7 @@ def test_an_ensemble_averages_its_nets_and_is_counted_like_one(prototype_net):
 
 
 def test_bad_input_is_refused():
-    grids, kinds = patternnet.prototype_grids(1, patterns.PATTERNS, seed=0)
+    grids, kinds = patternnet.prototype_grids(1, PATTERNS, seed=0)
     with pytest.raises(ValueError, match="one label per image"):
         patternnet.train(grids, kinds[:-1], settings=FAST)
     with pytest.raises(ValueError, match="unknown labels"):

@@ -7,10 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import (column_map, identity_map, next_map, prev_map, random_row_stochastic, segment_ids_for, spread_map,
+from builders import (column_map, identity_map, next_map, prev_map, random_row_stochastic, segment_ids_for, spread_map,
                       uniform_map)
 
-from bertlook_utils import compare, intervals, patternlearn, patterns
+from bertlook_utils import intervals, patternlearn, patterns
+from bertlook_utils.analyses.patterns import evaluation
+from bertlook_utils.analyses.patterns.kinds import PATTERNS, to_pattern
 from bertlook_utils.extract import Batch
 from bertlook_utils.models import Encoded
 
@@ -98,7 +100,8 @@ def test_features_of_known_maps():
     assert (f["stripes"], f["locality"], f["entropy"]) == (pytest.approx(0, abs=1e-6), pytest.approx(0, abs=1e-6),
                                                           pytest.approx(1, abs=1e-5))
     a_real = HALF - 2  # within: a real token of segment A sees a_real A tokens out of N - 3 real tokens
-    assert f["within"] == pytest.approx((a_real * a_real / (N - 3) + (N - 3 - a_real) ** 2 / (N - 3)) / (N - 3), rel=1e-4)
+    within = (a_real * a_real / (N - 3) + (N - 3 - a_real) ** 2 / (N - 3)) / (N - 3)
+    assert f["within"] == pytest.approx(within, rel=1e-4)
     assert patterns.map_features(within_segments(PAIR), PAIR, segment_ids_for(PAIR))["within"] == pytest.approx(1)
     assert patterns.map_features(within_segments(PAIR), PAIR, [0] * N)["within"] == 0  # single input
 
@@ -111,7 +114,7 @@ def test_bad_input_is_refused(tmp_path):
     with pytest.raises(ValueError, match="thresholds miss"):
         patterns.classify_map(uniform_map(N), SINGLE, [0] * N, thresholds={"vertical": 0.5})
     with pytest.raises(ValueError, match="unknown kinds"):
-        patterns.macro_f1(["vertical"], ["stripy"])
+        evaluation.macro_f1(["vertical"], ["stripy"])
     path = tmp_path / "labels.csv"
     row = "m001,pretrained,topic/1,1,1,{label}"
     path.write_text("map_id,variant,input,layer,head,label\n" + row.format(label="wavy") + "\n")
@@ -152,12 +155,12 @@ def test_the_feature_pass_keeps_every_head_of_every_input_and_ignores_padding():
     reducer = patterns.PatternFeatures()
     reducer.update(Batch.build(attn, valid, inputs, "[CLS]", "[SEP]"))
     reducer.load(reducer.result())
-    assert reducer.features["stripes"].shape == (2, 1, 2)
+    assert reducer.arrays["stripes"].shape == (2, 1, 2)
     for i, enc in enumerate(inputs):
         alone = patterns.encoded_features(enc)
         for name in patterns.FEATURES + patterns.EXTRA:
-            np.testing.assert_allclose(reducer.features[name][i], alone[name], atol=1e-6)
-    kinds = patterns.classify_features(reducer.features)
+            np.testing.assert_allclose(reducer.arrays[name][i], alone[name], atol=1e-6)
+    kinds = patterns.classify_features(reducer.arrays)
     assert kinds.tolist() == [[["diagonal", "vertical"]], [["diagonal", "block"]]]
 
 
@@ -181,23 +184,23 @@ def test_fitting_recovers_separable_thresholds_and_cross_validation_is_perfect_o
     assert list(patterns.classify_features(features, fitted)) == list(labels)
     cv = patterns.cross_validate(features, labels, folds=4, grid=grid)
     assert sorted(cv["fold"].unique()) == [0, 1, 2, 3] and len(cv.attrs["thresholds"]) == 4
-    accuracy, f1, confusion = patterns.agreement(cv["label"], cv["predicted"])
+    accuracy, f1, confusion = evaluation.agreement(cv["label"], cv["predicted"])
     assert accuracy == 1 and f1 == 1 and confusion.to_numpy().trace() == len(labels)
     assert list(confusion.index) == list(patterns.KINDS)  # six-way labels are scored six-way
 
 
 def test_five_way_labels_score_broad_as_heterogeneous_and_leave_its_threshold_alone():
     features, labels = synthetic_features(np.random.default_rng(1))
-    five = patterns.to_pattern(labels)
+    five = to_pattern(labels)
     assert patterns.fit_thresholds(features, five)["broad"] == patterns.BROAD_DEFAULT
-    accuracy, _, confusion = patterns.agreement(five, patterns.classify_features(features, patterns.THRESHOLDS))
-    assert list(confusion.index) == list(patterns.PATTERNS) and accuracy == 1
+    accuracy, _, confusion = evaluation.agreement(five, patterns.classify_features(features, patterns.THRESHOLDS))
+    assert list(confusion.index) == list(PATTERNS) and accuracy == 1
 
 
 def test_stratified_folds_are_balanced_seeded_and_keep_each_label_spread():
     labels = np.array(["vertical"] * 13 + ["block"] * 4 + ["diagonal"] * 8, dtype=object)
-    folds = patterns.stratified_folds(labels, 5, seed=3)
-    assert np.array_equal(folds, patterns.stratified_folds(labels, 5, seed=3))
+    folds = evaluation.stratified_folds(labels, 5, seed=3)
+    assert np.array_equal(folds, evaluation.stratified_folds(labels, 5, seed=3))
     assert np.bincount(folds).max() - np.bincount(folds).min() <= 1
     assert len(set(folds[labels == "block"])) == 4  # 4 block maps in 4 different folds
 
@@ -215,7 +218,7 @@ def test_cross_validation_fits_without_the_held_out_fold(monkeypatch):
 
     seen = []
     fit = patterns.fit_thresholds
-    monkeypatch.setattr(patterns, "fit_thresholds", lambda f, l, g: seen.append(set(f.index)) or fit(f, l, g))
+    monkeypatch.setattr(patterns, "fit_thresholds", lambda f, labels, g: seen.append(set(f.index)) or fit(f, labels, g))
     cv = patterns.cross_validate(features, labelled(0.5), folds=3, fold_of=fold_of)
     monkeypatch.undo()
     assert [used == set(np.flatnonzero(fold_of != fold)) for fold, used in enumerate(seen)] == [True] * 3
@@ -278,8 +281,8 @@ def test_macro_f1_and_class_scores_by_hand():
     truth = ["vertical", "vertical", "diagonal", "block"]
     guess = ["vertical", "diagonal", "diagonal", "heterogeneous"]
     # vertical 2/3, diagonal 2/3, block 0, heterogeneous 0
-    assert patterns.macro_f1(truth, guess) == pytest.approx((2 / 3 + 2 / 3) / 4)
-    scores = patterns.class_scores(truth, guess)
+    assert evaluation.macro_f1(truth, guess) == pytest.approx((2 / 3 + 2 / 3) / 4)
+    scores = evaluation.class_scores(truth, guess)
     assert scores.loc["vertical", ["support", "predicted", "precision", "recall"]].tolist() == [2, 1, 1, 0.5]
     assert scores.loc["block", "f1"] == 0 and np.isnan(scores.loc["vertical+diagonal", "f1"])
 
@@ -289,43 +292,6 @@ def test_the_hand_labels_are_complete():
     assert len(labels) >= 150 and labels["map_id"].is_unique
     assert set(labels["label"]) <= set(patterns.KINDS) and set(labels["sample"]) <= set(patterns.SAMPLES)
     assert labels["layer"].min() >= 1 and labels["head"].min() >= 1
-
-
-def share_frame(rows):
-    return pd.DataFrame(rows, columns=["task", "model", "kind", "share", "low", "high"])
-
-
-@pytest.mark.parametrize("labelled", [True, False])
-def test_dark_secrets_patterns_comparison_reads_each_finding_off_the_results(labelled):
-    """A 3 x 2 model whose layers 2 and 3 changed most; fine-tuned heterogeneous 0.30 + broad 0.12 by the classifier."""
-    similarity = {"topic": np.array([[1.0, 0.99], [0.8, 0.7], [0.9, 0.85]])}
-    scores = pd.DataFrame({"majority class": [0.1], "untrained head": [0.12], "frozen [CLS]": [0.5],
-                           "frozen mean-pooled": [0.6], "fine-tuned": [0.75]}, index=["topic"])
-    shares = {"learned (band: refitted)": share_frame([("topic", "fine-tuned", "heterogeneous", 0.30, 0.2, 0.4),
-                                                       ("topic", "fine-tuned", "broad", 0.12, 0.1, 0.2),
-                                                       ("topic", "pre-trained", "heterogeneous", 0.5, 0.4, 0.6)])}
-    cv_table = None
-    if labelled:
-        shares["labels (Wilson 95 %)"] = share_frame([("topic", "fine-tuned", "heterogeneous", 0.2, 0.1, 0.3),
-                                                      ("topic", "fine-tuned", "broad", 0.05, 0.0, 0.1)])
-        cv_table = pd.DataFrame({"accuracy": [0.7, 0.75, 0.9], "macro-F1": [0.6, 0.65, 0.85],
-                                 "macro-F1, five kinds": [0.66, 0.71, np.nan]},
-                                index=["rules", "learned", "labeller, second look (64 maps)"])
-    table = compare.dark_secrets_patterns(cv_table, 440, shares, similarity, scores)
-    assert list(table.columns) == list(compare.COLUMNS)
-    found = dict(zip(table["quantity"], table["this run"]))
-    if labelled:
-        assert found["classifier vs hand labels"].startswith("macro-F1 0.71 (learned; rules 0.66), 440 maps")
-        assert found["classifier vs hand labels"].endswith("agrees with himself on 90%")
-        assert found["heterogeneous share (fine-tuned), from the labels"] == "25% (topic)"
-    else:
-        assert found["classifier vs hand labels"].startswith("not measured (")
-        assert "heterogeneous share (fine-tuned), from the labels" not in found
-    assert found["heterogeneous share (fine-tuned)"] == "learned: 42% (topic)"
-    assert found["layers changed most by fine-tuning"] == "layers 2, 3 (topic)"
-    assert found["fine-tuned vs pre-trained (no task training)"] == "+63.0 points (average); +63.0 (topic)"
-    assert found["fine-tuned vs a frozen encoder (mean-pooled)"] == "+15.0 points (topic)"
-    assert dict(zip(table["quantity"], table["paper"]))["heterogeneous share (fine-tuned)"] == "32% (MRPC) to 61% (QQP)"
 
 
 def test_extra_features_of_known_maps():
@@ -353,6 +319,17 @@ def test_extra_features_of_known_maps():
     assert f["in_unit"] == pytest.approx(1)
 
 
+def built_map(kind: str, n: int, units: list[int], rng: np.random.Generator) -> np.ndarray:
+    """[n, n]: one map of `kind` by construction (`units`: each token's sentence unit, for blocks); draws from
+    `rng` only what this kind needs."""
+    return {"vertical": lambda: column_map(n, [0] if rng.random() < 0.5 else [0, n - 1]),
+            "diagonal": lambda: [prev_map, next_map, identity_map][int(rng.integers(3))](n),
+            "vertical+diagonal": lambda: mix((column_map(n, [0]), 0.5), (prev_map(n), 0.5)),
+            "block": lambda: spread_map(n, lambda i: [j for j in range(n) if units[j] == units[i]]),
+            "broad": lambda: uniform_map(n),
+            "heterogeneous": lambda: sparse_random(n, seed=int(rng.integers(1000)))}[kind]()
+
+
 def noisy_prototypes(seed: int = 0, per_kind: int = 30) -> tuple[pd.DataFrame, np.ndarray]:
     """Features of `per_kind` maps of every kind, built here by construction: singles or pairs of 16 to 60
     tokens, blocks of segments or of sentences, up to 20 % random noise."""
@@ -361,17 +338,15 @@ def noisy_prototypes(seed: int = 0, per_kind: int = 30) -> tuple[pd.DataFrame, n
     for kind in patterns.KINDS:
         for _ in range(per_kind):
             n = int(rng.integers(16, 61))
-            tokens = pair_tokens(n, int(rng.integers(6, n - 5))) if rng.random() < 0.5 else ["[CLS]"] + ["w"] * (n - 2) + ["[SEP]"]
+            if rng.random() < 0.5:
+                tokens = pair_tokens(n, int(rng.integers(6, n - 5)))
+            else:
+                tokens = ["[CLS]"] + ["w"] * (n - 2) + ["[SEP]"]
             if kind == "block" and len(set(segment_ids_for(tokens))) == 1:  # sentences of a single input
                 for end in sorted(rng.choice(np.arange(4, n - 4), 2, replace=False)):
                     tokens[end] = "."
             units = patterns.sentence_units(tokens, segment_ids_for(tokens))
-            attn = {"vertical": lambda: column_map(n, [0] if rng.random() < 0.5 else [0, n - 1]),
-                    "diagonal": lambda: [prev_map, next_map, identity_map][int(rng.integers(3))](n),
-                    "vertical+diagonal": lambda: mix((column_map(n, [0]), 0.5), (prev_map(n), 0.5)),
-                    "block": lambda: spread_map(n, lambda i: [j for j in range(n) if units[j] == units[i]]),
-                    "broad": lambda: uniform_map(n),
-                    "heterogeneous": lambda: sparse_random(n, seed=int(rng.integers(1000)))}[kind]()
+            attn = built_map(kind, n, units, rng)
             share = rng.uniform(0, 0.2)
             noisy = ((1 - share) * attn + share * random_row_stochastic(rng, (n, n))).astype(np.float32)
             rows.append(patterns.map_features(noisy, tokens, segment_ids_for(tokens)))
@@ -396,10 +371,11 @@ def test_learned_cross_validation_never_sees_the_held_out_fold(monkeypatch):
     """(1) every fit sees only the other folds' maps; (2) scrambling the labels of fold 0 leaves fold 0's
     predictions as they were, although a model fitted on all maps moves with it (so a leak would show)."""
     features, kinds = noisy_prototypes(seed=1, per_kind=12)
-    fold_of = patterns.stratified_folds(kinds, 4, seed=0)
+    fold_of = evaluation.stratified_folds(kinds, 4, seed=0)
     seen = []
     fit = patternlearn.fit
-    monkeypatch.setattr(patternlearn, "fit", lambda f, l, seed, settings: seen.append(set(f.index)) or fit(f, l, seed, settings))
+    monkeypatch.setattr(patternlearn, "fit",
+                        lambda f, labels, seed, settings: seen.append(set(f.index)) or fit(f, labels, seed, settings))
     cv = patternlearn.cross_validate(features, kinds, folds=4, fold_of=fold_of)
     monkeypatch.undo()
     assert [used == set(np.flatnonzero(fold_of != fold)) for fold, used in enumerate(seen)] == [True] * 4

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from bertlook_utils import compare, paper, probes, syntax
+from bertlook_utils import compare, paper, probe_baselines, probes, syntax
+from bertlook_utils.models import random_init_encoder
 from bertlook_utils.trees import is_tree, mst_heads, tree_score
 
 L, H = 2, 3
@@ -254,7 +255,7 @@ def test_is_tree():
 
 # -- the random-init model ---------------------------------------------------------------------------
 def test_random_init_encoder_keeps_embeddings_and_tokenizer(encoder, tmp_path):
-    random_encoder = probes.random_init_encoder(encoder, seed=0, cache_dir=tmp_path)
+    random_encoder = random_init_encoder(encoder, seed=0, cache_dir=tmp_path)
     assert (random_encoder.n_layers, random_encoder.n_heads) == (encoder.n_layers, encoder.n_heads)
     real, rand = encoder.model.state_dict(), random_encoder.model.state_dict()
     embeddings = [k for k in real if k.startswith("embeddings.")]
@@ -262,7 +263,7 @@ def test_random_init_encoder_keeps_embeddings_and_tokenizer(encoder, tmp_path):
     query = next(k for k in real if "query.weight" in k)
     assert not torch.equal(real[query], rand[query])
     assert random_encoder.tokenizer.get_vocab() == encoder.tokenizer.get_vocab()
-    again = probes.random_init_encoder(encoder, seed=0, cache_dir=tmp_path / "again")
+    again = random_init_encoder(encoder, seed=0, cache_dir=tmp_path / "again")
     assert again.fingerprint == random_encoder.fingerprint  # the same seed gives the same weights
     enc = random_encoder.encode(["The", "cat", "sat", "."])
     assert enc.attn.shape[:2] == (encoder.n_layers, encoder.n_heads)
@@ -285,9 +286,9 @@ def test_word_vectors(encoder):
 def hand_parsed(article: str, k: int):
     from bertlook_utils.parses import Sentence
 
-    words, heads, relations, pos = zip(("The", 2, "det", "DET"), ("cat", 3, "nsubj", "NOUN"), ("sat", 0, "ROOT", "VERB"),
-                                       ("on", 3, "prep", "ADP"), ("the", 6, "det", "DET"), ("mat", 4, "pobj", "NOUN"),
-                                       (".", 3, "punct", "PUNCT"))
+    words, heads, relations, pos = zip(("The", 2, "det", "DET"), ("cat", 3, "nsubj", "NOUN"),
+                                       ("sat", 0, "ROOT", "VERB"), ("on", 3, "prep", "ADP"), ("the", 6, "det", "DET"),
+                                       ("mat", 4, "pobj", "NOUN"), (".", 3, "punct", "PUNCT"))
     return Sentence(words, heads, relations, pos, pos, article, f"{article}#{k}")
 
 
@@ -296,16 +297,16 @@ def test_run_probes_end_to_end_and_cached(encoder, tmp_path, monkeypatch):
     heldout = [hand_parsed("B", k) for k in range(4)]
     results = probes.run_probes(encoder, selection, heldout, epochs=2, batch_size=4, min_relation=1,
                                 cache_dir=tmp_path, progress=False)
-    assert list(results.table["model"]) == [m[0] for m in probes.MODELS] + [probes.ONE_EPOCH]
+    assert list(results.table["model"]) == list(probes.Model)
     assert results.table[["uas_argmax", "uas_mst"]].apply(lambda c: c.between(0, 100)).all().all()
-    right = results.table.set_index("model").loc["right-branching", "uas_argmax"]
+    right = results.table.set_index("model").loc[probes.Model.RIGHT_BRANCHING, "uas_argmax"]
     assert right == pytest.approx(100 * 3 / 6)  # The -> cat, cat -> sat, the -> mat; "." is not scored
     assert results.weights.shape == results.head_accuracy.shape == (2, encoder.n_layers, encoder.n_heads)
     assert set(results.curves["epoch"]) == {1, 2} and results.n_words_test == 4 * 6
     assert {"det", "all"} <= set(results.best_heads["relation"])
     table3 = compare.table3(results)
     assert list(table3["quantity"][:6]) == list(paper.TABLE3["model"])
-    assert list(table3["quantity"].iloc[-2:]) == ["random-init attention only", probes.ONE_EPOCH]  # only this run
+    assert list(table3["quantity"].iloc[-2:]) == [probes.Model.RANDOM_ATTENTION, probes.Model.ONE_EPOCH]  # ours only
     assert table3.set_index("quantity").loc["right-branching", "this run"].startswith("50.0 (MST ")
     gaps = compare.table3_gaps(results).set_index("quantity")
     assert gaps.loc["attention only - right-branching (UAS points)", "paper"] == "+35.0"
@@ -337,7 +338,7 @@ def test_clark_mlp_scores_root_the_same_for_every_dependent():
     assert probe.hidden.out_features == 256 and not probe.hidden.bias.any()  # TensorFlow's dense defaults
     rng = np.random.default_rng(0)
     sentences = [SimpleNamespace(heads=np.array([2, 0, 2]), is_punct=[False, False, True])]
-    (batch,) = probes.word_batches(sentences, [rng.normal(size=(3, 5)).astype(np.float32)], 1)
+    (batch,) = probe_baselines.word_batches(sentences, [rng.normal(size=(3, 5)).astype(np.float32)], 1)
     scores = probe(batch)
     assert scores.shape == (1, 3, 4)
     assert torch.allclose(scores[0, :, 0], scores[0, 0, 0].expand(3))  # ROOT: no vectors, a constant score
@@ -348,7 +349,7 @@ def test_word_batches_match_make_batches():
     rng = np.random.default_rng(7)
     examples = [planted_sentence(rng, n) for n in (5, 3, 8, 4)]
     vecs = [rng.normal(size=(len(e.heads), 3)).astype(np.float32) for e in examples]
-    for mine, full in zip(probes.word_batches(examples, vecs, 2), probes.make_batches(examples, vecs, 2)):
+    for mine, full in zip(probe_baselines.word_batches(examples, vecs, 2), probes.make_batches(examples, vecs, 2)):
         for key in ("vecs", "heads", "scored", "allowed", "lengths", "index"):
             assert torch.equal(mine[key], full[key]), key
     singles = probes.single_sentences(probes.make_batches(examples, vecs, 4))
@@ -376,27 +377,28 @@ def test_pca_projection_finds_the_main_axis_and_keeps_unknown_words_at_zero():
     along = rng.normal(size=(200, 1)) * np.array([[3.0, 4.0, 0.0]]) / 5 * 10
     noise = rng.normal(size=(200, 3)) * 0.01
     vectors = along + noise + np.array([1.0, 1.0, 1.0])
-    mean, axes = probes.pca_projection([vectors[:100], np.vstack([vectors[100:], np.zeros((5, 3))])], 1)
+    mean, axes = probe_baselines.pca_projection([vectors[:100], np.vstack([vectors[100:], np.zeros((5, 3))])], 1)
     np.testing.assert_allclose(np.abs(axes[0]), [0.6, 0.8, 0], atol=1e-2)
     np.testing.assert_allclose(mean, vectors.mean(0))  # the all-zero rows (no vector) are left out
-    projected = probes.project_vectors(np.vstack([vectors[:3], np.zeros((1, 3))]), (mean, axes))
+    projected = probe_baselines.project_vectors(np.vstack([vectors[:3], np.zeros((1, 3))]), (mean, axes))
     assert projected.shape == (4, 1) and projected[3, 0] == 0
     np.testing.assert_allclose(projected[:3, 0], (vectors[:3] - mean) @ axes[0], rtol=1e-5)
     with pytest.raises(ValueError, match="project"):
-        probes.pca_projection([vectors], 4)
+        probe_baselines.pca_projection([vectors], 4)
 
 
 def test_distance_baselines_end_to_end_and_cached(tmp_path, monkeypatch):
     selection = [hand_parsed(a, k) for a in "AB" for k in range(3)]
     heldout = [hand_parsed("C", k) for k in range(2)]
-    settings = (probes.BaselineSetting("small", dim=3, hidden=8), probes.BaselineSetting("half", dim=300, train="half"))
-    found = probes.distance_baselines(selection, heldout, settings, cache_dir=tmp_path, progress=False)
+    settings = (probe_baselines.BaselineSetting("small", dim=3, hidden=8),
+                probe_baselines.BaselineSetting("half", dim=300, train="half"))
+    found = probe_baselines.distance_baselines(selection, heldout, settings, cache_dir=tmp_path, progress=False)
     table = found.table.set_index("model")
     assert table.loc["small", "n_train"] == 6 and table.loc["half", "n_train"] == 3
     assert table[["uas_argmax", "uas_mst"]].apply(lambda c: c.between(0, 100)).all().all()
     assert list(found.predictions.columns[-2:]) == ["small", "half"] and len(found.predictions) == 14
     monkeypatch.setattr(probes, "train_probe", lambda *a, **k: pytest.fail("the second call must read the cache"))
-    again = probes.distance_baselines(selection, heldout, settings, cache_dir=tmp_path, progress=False)
+    again = probe_baselines.distance_baselines(selection, heldout, settings, cache_dir=tmp_path, progress=False)
     pd.testing.assert_frame_equal(again.table, found.table)
 
 
@@ -406,9 +408,9 @@ def test_subset_uas_splits_by_parser_agreement():
 
     one, two = hand_parsed("A", 0), hand_parsed("A", 1)
     md_one = Sentence(one.words, (2, 3, 0, 3, 6, 3, 3), one.relations, one.pos, one.tags, "A", one.id)  # mat->sat
-    predictions = probes._word_rows([one, two])
+    predictions = probes.word_table([one, two])
     predictions["right"] = np.concatenate([probes.right_branching(7)] * 2)
-    table = probes.subset_uas(predictions, ["right"], [one, two], [md_one, two]).set_index("model")
+    table = probe_baselines.subset_uas(predictions, ["right"], [one, two], [md_one, two]).set_index("model")
     # right-branching gets The, cat (the two words before their head) and "the" right: 3 of 6 per sentence
     assert table.loc["right", "all"] == pytest.approx(50.0)
     assert table.loc["right", "n agreed arcs"] == 11 and table.loc["right", "n disagreed arcs"] == 1
@@ -417,12 +419,12 @@ def test_subset_uas_splits_by_parser_agreement():
     assert table.loc["right", "n agreed sentences"] == 6 and table.loc["right", "agreed sentences"] == 50.0
     assert table.loc["right", "against md"] == pytest.approx(50.0)
     with pytest.raises(ValueError, match="rows"):
-        probes.subset_uas(predictions.iloc[:3], ["right"], [one, two], [md_one, two])
+        probe_baselines.subset_uas(predictions.iloc[:3], ["right"], [one, two], [md_one, two])
 
 
 def test_offset_shares():
     sentence = hand_parsed("A", 0)  # heads 2 3 0 3 6 4 3: offsets +1 +1 ROOT -1 +1 -2 -4 (the "." is punct)
-    shares = probes.offset_shares([sentence]).set_index("offset")
+    shares = probe_baselines.offset_shares([sentence]).set_index("offset")
     assert shares.loc["+1", "non-punct"] == pytest.approx(100 * 3 / 6)
     assert shares.loc["+1", "every word"] == pytest.approx(100 * 3 / 7)
     assert shares.loc["other", "every word"] == pytest.approx(100 / 7) and shares.loc["other", "non-punct"] == 0

@@ -72,8 +72,8 @@ def test_blocks_of_any_size_give_the_same_results(encoder, segments):
                     block_size=2, batch_size=2)
     assert_same_results(blocks, one, rtol=1e-6)  # float32 maps; sums only regrouped
     assert [len(r.examples) for r in (blocks[2], one[2])] == [4, 4]
-    for name, values in one[4].features.items():
-        np.testing.assert_allclose(blocks[4].features[name], values, rtol=1e-5, atol=1e-6)
+    for name, values in one[4].arrays.items():
+        np.testing.assert_allclose(blocks[4].arrays[name], values, rtol=1e-5, atol=1e-6)
     assert blocks[0].count == one[0].count == 7
 
 

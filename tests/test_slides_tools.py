@@ -1,28 +1,11 @@
 """Slides: tools/slides.py (RISE metadata, idempotent) and the offline check of tools/export.py."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str, path: Path):
-    """Import a script by path, under a name that cannot clash with the slides/ or build/ folders."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-slides = _load("bertlook_tools_slides", ROOT / "tools" / "slides.py")
-build = _load("bertlook_export", ROOT / "tools" / "export.py")
+from tools import export, slides
 
 
 def small_notebook():
@@ -107,7 +90,7 @@ def test_setup_code_detection():
     ('<div style="background: url(https://example.com/bg.png)"></div>', "https://example.com/bg.png"),
 ])
 def test_scanner_flags_remote_references(html, found):
-    assert any(found in line for line in build.find_remote_urls(html))
+    assert any(found in line for line in export.find_remote_urls(html))
 
 
 def test_scanner_passes_a_clean_deck(tmp_path):
@@ -125,16 +108,16 @@ def test_scanner_passes_a_clean_deck(tmp_path):
     <img src="data:image/png;base64,iVBORw0KGgo="></body></html>"""
     deck = tmp_path / "deck.slides.html"
     deck.write_text(html)
-    assert build.scan_file(deck) == []
-    build.check_offline([deck])
+    assert export.scan_file(deck) == []
+    export.check_offline([deck])
 
 
 def test_scanner_reads_linked_stylesheets(tmp_path):
     (tmp_path / "theme.css").write_text("@import url(https://fonts.googleapis.com/css?family=Lato);")
     deck = tmp_path / "deck.slides.html"
     deck.write_text('<link rel="stylesheet" href="theme.css"><link rel="stylesheet" href="missing.css">')
-    found = build.scan_file(deck)
+    found = export.scan_file(deck)
     assert any("fonts.googleapis.com" in line for line in found)
     assert any("missing.css" in line for line in found)
     with pytest.raises(SystemExit, match="fonts.googleapis.com"):
-        build.check_offline([deck])
+        export.check_offline([deck])

@@ -1,6 +1,6 @@
 """surface.token_stats / entropy_stats on synthetic heads whose statistics are known by construction.
 
-The fixed input is conftest.PAIR_TOKENS (n = 11):
+The fixed input is builders.PAIR_TOKENS (n = 11):
     0 [CLS] | 1 the | 2 cat | 3 sat | 4 . | 5 [SEP] | 6 it | 7 ran | 8 , | 9 ! | 10 [SEP]
 """
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 
 from bertlook_utils import clustering
 from bertlook_utils.extract import Batch
-from bertlook_utils.surface import (VIG_COLUMNS as VIG, BROAD_ENTROPY, NEIGHBOURS, SMOOTHING, TokenStats, broad_heads, broad_summary,
-                                    compare_neighbours, entropy_stats, token_stats, vig_best)
-from conftest import (PAIR_TOKENS, column_map, identity_map, make_encoded, next_map, one_hot_map, prev_map,
+from bertlook_utils.surface import (VIG_COLUMNS as VIG, BROAD_ENTROPY, NEIGHBOURS, SMOOTHING, TokenStats, broad_heads,
+                                    broad_summary, compare_neighbours, entropy_stats, token_stats, vig_best)
+from builders import (PAIR_TOKENS, column_map, identity_map, make_encoded, next_map, one_hot_map, prev_map,
                       random_row_stochastic, smoothed_one_hot_entropy, stack_heads, uniform_map)
 
 N = len(PAIR_TOKENS)

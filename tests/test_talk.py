@@ -29,21 +29,6 @@ def test_a_table_is_split_in_parts_with_stable_ids():
         talk.table(frame, "c", split=4)
 
 
-def test_a_result_table_shows_styled_html_and_plain_text():
-    from bertlook_utils import compare
-
-    frame = compare.table([("heads > 50 % on [CLS]", "<none>", "3-1, 3-2", "the sink is [CLS] & not [SEP]")])
-    shown = compare.show(frame, caption="Clark et al. vs <this run>")
-    assert repr(shown) == "Clark et al. vs <this run>\n" + frame.to_string(index=False)  # what nbval compares
-    html = shown._repr_html_()
-    assert "&lt;none&gt;" in html and "&amp; not" in html and "vs &lt;this run&gt;" in html  # escaped
-    assert "<none>" not in html and "font-weight: 600" in html and "max-width: 30em" in html
-    assert html == compare.show(frame, caption="Clark et al. vs <this run>")._repr_html_()  # stable ids
-    assert repr(compare.show(frame)) == frame.to_string(index=False)
-    with pytest.raises(ValueError, match="DataFrame"):
-        compare.show(frame.to_string())
-
-
 def test_the_slides_readme_counts_the_talks_slides():
     import re
     from pathlib import Path

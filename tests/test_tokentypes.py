@@ -16,7 +16,7 @@ from bertlook_utils.intervals import mean_interval
 from bertlook_utils.models import Encoded
 from bertlook_utils.parses import Sentence
 from bertlook_utils.tokentypes import CATEGORIES, TYPES, TokenTypeAttention, of_batches, token_categories, word_types
-from conftest import make_encoded, random_row_stochastic, stack_heads, uniform_map
+from builders import make_encoded, random_row_stochastic, stack_heads, uniform_map
 
 PARTITION = ("[CLS]", "[SEP]", "punctuation", "linguistic", "other")  # every token is in exactly one
 
@@ -180,7 +180,8 @@ def test_the_threshold_decides_what_is_a_stripe():
     assert np.isnan(row(result.stripe_table(0.4), "[CLS]")["share_of_stripes"])  # no stripe at all
 
 
-def test_every_token_is_in_one_part_of_the_partition(rng=np.random.default_rng(0)):
+def test_every_token_is_in_one_part_of_the_partition():
+    rng = np.random.default_rng(0)
     peaked = random_row_stochastic(rng, (2, 3, N, N)) ** 6
     result = result_of(peaked / peaked.sum(-1, keepdims=True))
     for frame, column in ((result.cls_by_type(1), "share"), (result.cls_by_type(2), "share"),

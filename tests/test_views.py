@@ -10,7 +10,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from bertlook_utils import assets, views, viz
-from conftest import PAIR_TOKENS, make_encoded, random_row_stochastic
+from builders import PAIR_TOKENS, make_encoded, random_row_stochastic
 
 REMOTE = re.compile(r"""\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bertlook_utils import viz, widgets
-from conftest import PAIR_TOKENS, identity_map, make_encoded, next_map, prev_map, stack_heads, uniform_map
+from builders import PAIR_TOKENS, identity_map, make_encoded, next_map, prev_map, stack_heads, uniform_map
 
 N = len(PAIR_TOKENS)
 

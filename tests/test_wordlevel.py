@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bertlook_utils.wordlevel import FROM_MODES, to_word_level, word_matrix
-from conftest import random_row_stochastic
+from builders import random_row_stochastic
 
 # [CLS] un ##believ ##ably good [SEP]: word 1 ("unbelievably") is split into tokens 1, 2, 3.
 WORD_IDS = [0, 1, 1, 1, 2, 3]

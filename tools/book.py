@@ -1,7 +1,7 @@
 """The kit as a static, searchable website: `make book` writes build/book/index.html.
 
-    python tools/book.py                  # the source tree goes to build/book_src/
-    python tools/book.py --out /tmp/book  # ... and then to /tmp/book_src/
+    python -m tools.book                  # the source tree goes to build/book_src/
+    python -m tools.book --out /tmp/book  # ... and then to /tmp/book_src/
 
 Sphinx with myst-nb and sphinx-book-theme renders README.md (the landing page), notebooks/README.md (the
 syllabus), every numbered notebook and the talk from their stored outputs: nothing is executed. The source
@@ -25,8 +25,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import export  # noqa: E402  (tools/export.py: the assets and the offline check)
+from tools import export  # the assets and the offline check
 
 ROOT = export.ROOT
 OUT = ROOT / "build" / "book"

@@ -1,8 +1,8 @@
 """Offline HTML pages and reveal.js decks of the notebooks: `make run` and `make slides`.
 
-    python tools/export.py --to html --execute notebooks/NN_*.ipynb --out build   # make run
-    python tools/export.py --to slides                                             # make slides
-    python tools/export.py --scan build/slides/*.html    # only check pages for remote references
+    python -m tools.export --to html --execute notebooks/NN_*.ipynb --out build   # make run
+    python -m tools.export --to slides                                             # make slides
+    python -m tools.export --scan build/slides/*.html    # only check pages for remote references
 
 Pages are exported from the notebooks' stored outputs, or after executing them (`--execute`, as `make run`
 does; BERTLOOK_MODEL picks the model). Every asset a page needs is copied from node_modules/ (`make

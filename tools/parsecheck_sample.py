@@ -1,8 +1,8 @@
 """Draw (or check) the hand-checked sample of silver-parse arcs: data/parsecheck/arcs.csv.
 
-    python tools/parsecheck_sample.py            # write the sample, keeping every judgement already made
-    python tools/parsecheck_sample.py --check    # exit 1 unless the stored sample is what the code draws
-    python tools/parsecheck_sample.py --show 0:25   # print arcs 0..24 with their whole parsed sentence
+    python -m tools.parsecheck_sample            # write the sample, keeping every judgement already made
+    python -m tools.parsecheck_sample --check    # exit 1 unless the stored sample is what the code draws
+    python -m tools.parsecheck_sample --show 0:25   # print arcs 0..24 with their whole parsed sentence
 
 The sample is `parsecheck.draw_sample(parses.parsed_sentences(2000, 0))`: the sentences notebook 04 scores
 (parsed once by spaCy, then read from data/cache), 22 arcs of each of Table 1's 14 relations, seed 0.
@@ -13,9 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bertlook_utils import parsecheck, parses  # noqa: E402
+from bertlook_utils import parsecheck, parses
 
 N_SENTENCES, PARSE_SEED = 2000, 0
 

@@ -1,8 +1,8 @@
 """Draw attention maps for labelling by eye, and render them as contact sheets that show only a map id.
 
-    python tools/pattern_sheets.py draw             # the second labelling round -> build/patterns/draft.csv
-    python tools/pattern_sheets.py sheets m161 m320  # contact sheets of maps m161..m320 -> build/patterns/*.png
-    python tools/pattern_sheets.py sheets --ids m004 m017 ...   # any maps of labels.csv or the draft
+    python -m tools.pattern_sheets draw             # the second labelling round -> build/patterns/draft.csv
+    python -m tools.pattern_sheets sheets m161 m320  # contact sheets of maps m161..m320 -> build/patterns/*.png
+    python -m tools.pattern_sheets sheets --ids m004 m017 ...   # any maps of labels.csv or the draft
 
 How the maps of data/patterns/labels.csv were drawn is in data/patterns/README.md. The second round (`draw`):
 - random (`sample` = random): 20 more maps in each of the first round's four groups, and 30 in each of two new
@@ -34,10 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bertlook_utils import finetune, load_encoder, patterns  # noqa: E402
-from bertlook_utils.tasks import clipped_test_items, next_paragraph_data, sentiment_data, topic_data  # noqa: E402
+from bertlook_utils import finetune, load_encoder, patterns
+from bertlook_utils.tasks import clipped_test_items, next_paragraph_data, sentiment_data, topic_data
 
 OUT = Path(__file__).resolve().parents[1] / "build" / "patterns"
 DRAFT = OUT / "draft.csv"
@@ -56,7 +54,8 @@ def setting():
              "sentiment": sentiment_data(576, 192, SEED)}
     encoders = {"pretrained": encoder, **{name: finetune.finetune(encoder, data, epochs=2, max_length=MAX_LENGTH,
                                                                   seed=SEED).encoder for name, data in tasks.items()}}
-    items = {k: v for data in tasks.values() for k, v in clipped_test_items(encoder.tokenizer, data, MAX_LENGTH).items()}
+    items = {k: v for data in tasks.values()
+             for k, v in clipped_test_items(encoder.tokenizer, data, MAX_LENGTH).items()}
     return encoders, tasks, items
 
 
@@ -81,8 +80,9 @@ def draw() -> pd.DataFrame:
         for input_id, enc in zip(pair_inputs, encoders[variant].encode_many([items[i] for i in pair_inputs])):
             feats = patterns.encoded_features(enc)
             block_like = (feats["within"] >= WITHIN) & (feats["entropy"] >= SPREAD)
-            within += [(variant, input_id, l + 1, h + 1, bool(block_like[l, h]))
-                       for l in range(n_layers) for h in range(n_heads) if (variant, input_id, l + 1, h + 1) not in taken]
+            within += [(variant, input_id, layer + 1, head + 1, bool(block_like[layer, head]))
+                       for layer in range(n_layers) for head in range(n_heads)
+                       if (variant, input_id, layer + 1, head + 1) not in taken]
     candidates = [w[:4] for w in within if w[4]]
     rest = [w[:4] for w in within if not w[4]]
     picked = [candidates[i] for i in rng.choice(len(candidates), min(TARGETED, len(candidates)), replace=False)]
@@ -92,7 +92,8 @@ def draw() -> pd.DataFrame:
     draft = pd.DataFrame([rows[i] for i in order], columns=["variant", "input", "layer", "head", "sample"])
     draft.insert(0, "map_id", [f"m{FIRST_ID + k:03d}" for k in range(len(draft))])
     draft["label"] = ""
-    print(f"{len(candidates)} pair maps are block-like (within >= {WITHIN}, entropy >= {SPREAD}); drew {len(draft)} maps")
+    print(f"{len(candidates)} pair maps are block-like (within >= {WITHIN}, entropy >= {SPREAD}); "
+          f"drew {len(draft)} maps")
     return draft
 
 

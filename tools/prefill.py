@@ -1,7 +1,7 @@
 """Fill the cache ahead of a class: run every notebook once, outputs discarded, and say how long each took.
 
-    python tools/prefill.py notebooks/0*.ipynb           # make prefill (FAST=1: fast mode, BERTLOOK_FAST)
-    python tools/prefill.py --warm --record notebooks/timings.json notebooks/[0-9]*.ipynb
+    python -m tools.prefill notebooks/0*.ipynb           # make prefill (FAST=1: fast mode, BERTLOOK_FAST)
+    python -m tools.prefill --warm --record notebooks/timings.json notebooks/[0-9]*.ipynb
 
 --warm runs each notebook a second time, now from the filled cache; --record writes the seconds to a JSON file
 (the contents table shows notebooks/timings.json, recorded from a cold cache on a 2-core machine).
@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 import nbformat
-from export import execute
 from nbclient.exceptions import CellExecutionError
+
+from tools import export
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,7 +28,7 @@ def run(path: Path) -> float:
     """Execute one notebook from its own folder (over IPC, as `make run` does), outputs discarded; the seconds
     it took."""
     start = time.perf_counter()
-    execute(nbformat.read(path, as_version=4), path.parent)
+    export.execute(nbformat.read(path, as_version=4), path.parent)
     return time.perf_counter() - start
 
 

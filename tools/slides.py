@@ -1,8 +1,8 @@
 """RISE slide metadata for notebooks; idempotent (re-running changes nothing).
 
-    python tools/slides.py notebooks/*.ipynb slides/*.ipynb          # fill in what is missing
-    python tools/slides.py --check notebooks/*.ipynb                 # exit 1 if a notebook would change
-    python tools/slides.py --reset notebooks/01_surface_attention.ipynb  # recompute every cell's type
+    python -m tools.slides notebooks/*.ipynb slides/*.ipynb          # fill in what is missing
+    python -m tools.slides --check notebooks/*.ipynb                 # exit 1 if a notebook would change
+    python -m tools.slides --reset notebooks/01_surface_attention.ipynb  # recompute every cell's type
 
 Every cell gets `metadata.slideshow.slide_type` (what RISE in JupyterLab and nbconvert's reveal.js exporter
 read), by these rules:
@@ -17,7 +17,7 @@ read), by these rules:
 | markdown starting with `### ` | `subslide` |
 | a heading alone whose section shows nothing else (`## Parameters` above a skipped cell) | `skip` |
 | other markdown that follows a code cell on the same slide (a take-away after a figure) | `fragment` |
-| code that only imports and sets parameters (tag `parameters`, or imports, UPPER_CASE assignments and bare set-up calls, with no output) | `skip` |
+| set-up code (tag `parameters`; or only imports, UPPER_CASE assignments, bare set-up calls, no output) | `skip` |
 | empty cells | `skip` |
 | everything else | `-` (continues the current slide) |
 

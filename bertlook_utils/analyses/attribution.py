@@ -113,7 +113,8 @@ def flow_to_words(attn: np.ndarray, source: int, words: np.ndarray) -> np.ndarra
     edges = graph.tocoo()
     size = nodes + len(words)
     graph = csr_array((np.concatenate([edges.data, np.full(len(rows), 2 ** 30, dtype=np.int32)]),
-                       (np.concatenate([edges.row, cols]), np.concatenate([edges.col, nodes + rows]))), shape=(size, size))
+                       (np.concatenate([edges.row, cols]), np.concatenate([edges.col, nodes + rows]))),
+                      shape=(size, size))
     return np.array([maximum_flow(graph, n_layers * n + source, nodes + w).flow_value / scale
                      for w in range(len(words))])
 

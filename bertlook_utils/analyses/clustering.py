@@ -401,7 +401,7 @@ def analyse(encoder: Encoder, items: Sequence, n_examples: int = 4, seed: int = 
     tokens, entropy = tokens.frame(), entropy.frame()
     distances = js.distances()
     heads = tokens[["layer", "head"]].copy()
-    heads["label"] = [head_label(l, h) for l, h in zip(heads["layer"], heads["head"])]
+    heads["label"] = [head_label(layer, h) for layer, h in zip(heads["layer"], heads["head"])]
     heads["behaviour"] = behaviour_labels(tokens, entropy).values
     heads[["x", "y"]] = mds(distances, seed)
     for column in ("prev", "next", "cls", "sep", "punct"):

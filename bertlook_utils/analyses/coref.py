@@ -7,10 +7,10 @@ An attention head picks the earlier mention whose head word the mention's head w
 kit's reading of Clark et al.'s definition ("the head word of a coreferent mention most attends to the head
 of one of its antecedents"; their coreference code was never released): `READINGS` adds two stricter ones,
 the argmax over every word before the mention and over every word of the passage (but the head word itself),
-each right when it lands on the head word of an antecedent. Baselines: the nearest mention; the nearest mention with the same head
-word (else the nearest); a rule-based sieve (exact string match -> head match -> number / gender / person /
-animacy agreement -> nearest). The best head is selected on one half of the passages and reported on the
-other; 95 % intervals come from a bootstrap over passages.
+each right when it lands on the head word of an antecedent. Baselines: the nearest mention; the nearest mention
+with the same head word (else the nearest); a rule-based sieve (exact string match -> head match -> number /
+gender / person / animacy agreement -> nearest). The best head is selected on one half of the passages and
+reported on the other; 95 % intervals come from a bootstrap over passages.
 
     result = analyse(encoder, corefdata.read_jsonl())
     result.table          # Table 2 on the held-out half: system, type, accuracy, low, high, n
@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -29,18 +30,40 @@ import pandas as pd
 from ..core.cache import DEFAULT_CACHE_DIR
 from ..data.corefdata import TYPES, Passage
 from ..core.conventions import check_attention, head_label
-from ..engine.extract import Batch, Reducer, concatenate, reduce
+from ..engine.extract import Batch, RowReducer, reduce
 from ..core.intervals import bootstrap_interval
 from ..core.wordlevel import FROM_MODES, to_word_level
 
-BASELINES = ("nearest mention", "head-word match", "rule-based (sieves)")
 COLUMNS = ("all", *TYPES)
-# Readings of "most attends to the head of one of its antecedents": where the argmax is taken. [CLS] and
-# [SEP] are never candidates (as for the syntax heads of notebook 04).
-READINGS = {"mention heads": "the head words of the earlier mentions (the kit's reading)",
-            "earlier words": "every word before the mention",
-            "all words": "every word of the passage but the mention's head word"}
-WORD_READINGS = ("earlier words", "all words")  # the order of the last axis of `word_choices`
+
+
+class System(StrEnum):
+    """The systems of `CorefResult.table` besides the single heads (named by `best_head_label`): the baselines
+    (`SYSTEMS`) and the learned combination of every head. Look a system up by its member; its value is the
+    label the tables and figures show."""
+
+    NEAREST = "nearest mention"
+    HEAD_WORD = "head-word match"
+    SIEVE = "rule-based (sieves)"
+    COMBINED = "all heads combined (learned)"  # a lower bound on what attention holds, not a coreference system
+
+
+COMBINED = System.COMBINED  # the name that student copies handed out before the ids use (tests/handed_out.txt)
+
+
+class Reading(StrEnum):
+    """Readings of "most attends to the head of one of its antecedents": where the argmax is taken (`READINGS`).
+    [CLS] and [SEP] are never candidates (as for the syntax heads of notebook 04)."""
+
+    MENTION_HEADS = "mention heads"
+    EARLIER_WORDS = "earlier words"
+    ALL_WORDS = "all words"
+
+
+READINGS = {Reading.MENTION_HEADS: "the head words of the earlier mentions (the kit's reading)",
+            Reading.EARLIER_WORDS: "every word before the mention",
+            Reading.ALL_WORDS: "every word of the passage but the mention's head word"}
+WORD_READINGS = (Reading.EARLIER_WORDS, Reading.ALL_WORDS)  # the order of the last axis of `word_choices`
 
 
 # -- the mentions to resolve -------------------------------------------------------------------------
@@ -134,8 +157,8 @@ def kth_previous(k: int) -> Callable[[Passage, int], int]:
     return lambda p, i: max(i - k, 0)
 
 
-SYSTEMS: dict[str, Callable[[Passage, int], int]] = {
-    "nearest mention": nearest_mention, "head-word match": head_word_match, "rule-based (sieves)": sieve}
+SYSTEMS: dict[System, Callable[[Passage, int], int]] = {
+    System.NEAREST: nearest_mention, System.HEAD_WORD: head_word_match, System.SIEVE: sieve}
 
 
 def choose(passages: Sequence[Passage], mentions: pd.DataFrame, system: Callable[[Passage, int], int]) -> np.ndarray:
@@ -273,22 +296,19 @@ def passage_attention(attn: np.ndarray, word_ids: Sequence[int], passage: Passag
     return _candidates(rows, passage, 1, width), word_choices(rows, passage, 1)
 
 
-class AntecedentAttention(Reducer):
+class AntecedentAttention(RowReducer):
     """Streams the passages' attention (in order) and keeps, per coreferent mention and head, the earlier
-    mention its head word attends to most, `.choices` int16 [N, L, H], its attention to each earlier
-    mention's head word, `.weights` float16 [N, L, H, C] (-1 beyond the earlier mentions; C = the most
+    mention its head word attends to most, `choices` int16 [N, L, H], its attention to each earlier
+    mention's head word, `weights` float16 [N, L, H, C] (-1 beyond the earlier mentions; C = the most
     earlier mentions any passage has), and the word it attends to most under each of `WORD_READINGS`,
-    `.words` int16 [N, L, H, 2]; rows in `mention_table` order."""
+    `words` int16 [N, L, H, 2] (`.arrays` after the pass); rows in `mention_table` order."""
 
     name = "coref_attention"
 
     def __init__(self, passages: Sequence[Passage], from_mode: str = "mean"):
+        super().__init__()
         self.passages, self.from_mode = list(passages), from_mode
         self.width = max((max(p.coreferent(), default=0) for p in self.passages), default=0)
-        self.chunks: list[tuple[np.ndarray, np.ndarray]] = []
-        self.choices: np.ndarray | None = None
-        self.weights: np.ndarray | None = None
-        self.words: np.ndarray | None = None
 
     @property
     def key(self) -> str:
@@ -301,20 +321,14 @@ class AntecedentAttention(Reducer):
                 raise ValueError(f"passage {p.id}: the encoded words differ from the passage's; "
                                  "encode each passage's own words, in order, as one segment")
             n = len(x.tokens)
-            self.chunks.append(passage_attention(batch.attn[i, :, :, :n, :n].numpy(), x.word_ids, p,
-                                                 self.from_mode, self.width))
+            weights, words = passage_attention(batch.attn[i, :, :, :n, :n].numpy(), x.word_ids, p, self.from_mode,
+                                               self.width)
+            self.add(weights=weights, words=words)
 
     def result(self) -> dict[str, np.ndarray]:
-        weights = np.concatenate([w for w, _ in self.chunks])
-        self.choices = np.argmax(weights, axis=-1).astype(np.int16)  # from the float32 weights: exact
-        self.weights = weights.astype(np.float16)
-        self.words = np.concatenate([w for _, w in self.chunks])
-        return {"choices": self.choices, "weights": self.weights, "words": self.words}
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.choices, self.weights, self.words = result["choices"], result["weights"], result["words"]
-
-    merge = staticmethod(concatenate)  # blocks of passages, in order: their rows one after the other
+        rows = super().result()
+        return {"choices": np.argmax(rows["weights"], axis=-1).astype(np.int16),  # from the float32 weights: exact
+                "weights": rows["weights"].astype(np.float16), "words": rows["words"]}
 
 
 def word_attention(encoder, passage: Passage, from_mode: str = "mean") -> np.ndarray:
@@ -374,9 +388,6 @@ def combine_heads(weights: np.ndarray, antecedents: np.ndarray, train: np.ndarra
     return np.argmax(scores, axis=-1)
 
 
-COMBINED = "all heads combined (learned)"  # a lower bound on what attention holds, not a coreference system
-
-
 @dataclass
 class CorefResult:
     """mentions: one row per coreferent mention (mention_table) with `half`, each system's choice
@@ -409,11 +420,11 @@ class CorefResult:
         return (100 * table.loc[order, list(COLUMNS)]).rename_axis(None, axis=1)
 
 
-def best_head_label(best: tuple[int, int], reading: str = "mention heads") -> str:
+def best_head_label(best: tuple[int, int], reading: Reading = Reading.MENTION_HEADS) -> str:
     """The system name of a best head: "best head 3-10", or "best head 2-2 (argmax over earlier words)"."""
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {list(READINGS)}, not {reading!r}")
-    return f"best head {head_label(*best)}" + ("" if reading == "mention heads" else f" (argmax over {reading})")
+    return f"best head {head_label(*best)}" + ("" if reading == Reading.MENTION_HEADS else f" (argmax over {reading})")
 
 
 def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1000, from_mode: str = "mean",
@@ -426,13 +437,14 @@ def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1
     reducer = AntecedentAttention(passages, from_mode)
     reduce(encoder, [p.words for p in passages], [reducer], batch_size=batch_size, cache_dir=cache_dir,
            progress=progress)
-    choices, weights = reducer.choices.astype(int), reducer.weights.astype(np.float32)
+    arrays = reducer.arrays
+    choices, weights = arrays["choices"].astype(int), arrays["weights"].astype(np.float32)
     if len(choices) != len(mentions):
         raise ValueError(f"attention for {len(choices)} mentions, expected {len(mentions)}; clear the cache entry")
     correct = is_correct(passages, mentions, choices)
-    reading_correct = {"mention heads": correct}
+    reading_correct = {Reading.MENTION_HEADS: correct}
     for r, reading in enumerate(WORD_READINGS):
-        reading_correct[reading] = lands_on_antecedent(passages, mentions, reducer.words[..., r].astype(int))
+        reading_correct[reading] = lands_on_antecedent(passages, mentions, arrays["words"][..., r].astype(int))
     selection = halves(passages, seed)[mentions["passage"].to_numpy()]
     mentions["half"] = np.where(selection, "selection", "held-out")
     heads = head_scores(correct, mentions, selection)
@@ -441,10 +453,10 @@ def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1
     for reading, ok in reading_correct.items():
         scores = ok[selection].mean(0)  # [L, H], the selection half
         bests[reading] = tuple(int(i) + 1 for i in np.unravel_index(np.argmax(scores), scores.shape))
-        if reading != "mention heads":
+        if reading != Reading.MENTION_HEADS:
             heads[f"{reading}: selection"] = scores.ravel()
             heads[f"{reading}: held_out"] = ok[~selection].mean(0).ravel()
-    best = bests["mention heads"]
+    best = bests[Reading.MENTION_HEADS]
     for name, system in SYSTEMS.items():
         mentions[name] = choose(passages, mentions, system)
         mentions[f"{name} ok"] = is_correct(passages, mentions, mentions[name].to_numpy())
@@ -453,12 +465,12 @@ def analyse(encoder, passages: Sequence[Passage], seed: int = 0, n_boot: int = 1
     for reading, (layer, head) in bests.items():
         mentions[f"{best_head_label((layer, head), reading)} ok"] = reading_correct[reading][:, layer - 1, head - 1]
     antecedents = antecedent_mask(passages, mentions, weights.shape[-1])
-    mentions[COMBINED] = combine_heads(weights, antecedents, selection)
-    mentions[f"{COMBINED} ok"] = is_correct(passages, mentions, mentions[COMBINED].to_numpy())
+    mentions[System.COMBINED] = combine_heads(weights, antecedents, selection)
+    mentions[f"{System.COMBINED} ok"] = is_correct(passages, mentions, mentions[System.COMBINED].to_numpy())
     held = mentions[~selection]
     rows = []
     readings = [best_head_label(b, reading) for reading, b in bests.items()]
-    for name in (*SYSTEMS, COMBINED, *readings):
+    for name in (*SYSTEMS, System.COMBINED, *readings):
         for t in COLUMNS:
             part = held if t == "all" else held[held["type"] == t]
             low, high = bootstrap_interval(part[f"{name} ok"], part["passage"], n_boot, seed)
@@ -531,15 +543,22 @@ def accuracy_by_rank(result: CorefResult, systems: Sequence[str], max_rank: int 
     return frame.groupby("rank").agg({"n": "sum", **{s: "mean" for s in systems}}).reset_index()
 
 
+class SameWord(StrEnum):
+    """`by_head_word`'s split (its `same_word` column): does some antecedent have the mention's own head word?"""
+
+    YES = "an antecedent has the same head word"
+    NO = "none has"
+
+
 def by_head_word(result: CorefResult, systems: Sequence[str], held_out_only: bool = True) -> pd.DataFrame:
     """Accuracy of each system per mention type, split by whether some antecedent has the mention's own
-    head word (a "same word" case, solvable by string matching) or none does."""
+    head word (`SameWord.YES`, a "same word" case, solvable by string matching) or none does."""
     m = result.mentions
     same = []
     for row in m.itertuples(index=False):
         p = result.passages[row.passage]
         same.append(any(_head(p, j) == row.head_word.lower() for j in p.antecedents(row.mention)))
-    frame = m.assign(same_word=np.where(same, "an antecedent has the same head word", "none has"))
+    frame = m.assign(same_word=np.where(same, SameWord.YES, SameWord.NO))
     frame = frame[frame["half"] == "held-out"] if held_out_only else frame
     agg = {"n": ("type", "size"), **{s: (f"{s} ok", "mean") for s in systems}}
     return frame.groupby(["type", "same_word"]).agg(**agg).reset_index()

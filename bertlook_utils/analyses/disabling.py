@@ -33,7 +33,7 @@ from scipy import stats
 from ..core import intervene
 from ..core.cache import DEFAULT_CACHE_DIR
 from ..core.conventions import head_label
-from ..engine.extract import Batch, Reducer, concatenate, reduce
+from ..engine.extract import Batch, RowReducer, reduce
 from .finetune import FineTuned
 from ..data.tasks import TaskData
 
@@ -44,8 +44,8 @@ LEVEL = 0.95  # of the paired intervals (`paired_interval`)
 def runs(n_layers: int, n_heads: int) -> pd.DataFrame:
     """The runs of a scan, in order: `layer`, `head` (1-indexed): nothing disabled (0, 0), each single head
     (layer-major), each whole layer (head 0)."""
-    pairs = [(0, 0)] + [(l, h) for l in range(1, n_layers + 1) for h in range(1, n_heads + 1)]
-    return pd.DataFrame(pairs + [(l, 0) for l in range(1, n_layers + 1)], columns=["layer", "head"])
+    pairs = [(0, 0)] + [(layer, h) for layer in range(1, n_layers + 1) for h in range(1, n_heads + 1)]
+    return pd.DataFrame(pairs + [(layer, 0) for layer in range(1, n_layers + 1)], columns=["layer", "head"])
 
 
 def run_label(layer: int, head: int) -> str:
@@ -180,35 +180,23 @@ def scan_logits(model: torch.nn.Module, head: torch.nn.Module, inputs: dict[str,
     return torch.cat(logits + whole_layers, 1).float()
 
 
-class DisablingScan(Reducer):
+class DisablingScan(RowReducer):
     """`scan_logits` of every input: `logits` float32 [N, R, C] (runs as in `runs`)."""
 
     name = "disabling_scan"
     needs_attention = False  # it runs the model with edited maps
 
     def __init__(self, tuned: FineTuned):
+        super().__init__()
         self.tuned = tuned
-        self.parts: list[np.ndarray] = []
 
     @property
     def key(self) -> str:
         head = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in self.tuned.head.parameters()))
         return f"{self.name}-{self.tuned.encoder.n_layers}x{self.tuned.encoder.n_heads}-{head.hexdigest()[:16]}"
 
-    def fresh(self) -> "DisablingScan":
-        return DisablingScan(self.tuned)  # shares the model, never copies it
-
     def update(self, batch: Batch) -> None:
-        self.parts.append(scan_logits(self.tuned.encoder.model, self.tuned.head, batch.model_inputs,
-                                      batch.valid).numpy())
-
-    def result(self) -> dict[str, np.ndarray]:
-        return {"logits": np.concatenate(self.parts)}
-
-    merge = staticmethod(concatenate)
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.parts = [result["logits"]]
+        self.add(logits=scan_logits(self.tuned.encoder.model, self.tuned.head, batch.model_inputs, batch.valid).numpy())
 
 
 @dataclass(frozen=True)
@@ -264,8 +252,8 @@ def disabling_scan(tuned: FineTuned, data: TaskData, n_examples: int | None = No
     scan = DisablingScan(tuned)
     reduce(encoder, [examples[i].item for i in order], [scan], batch_size=batch_size, cache_dir=cache_dir,
            progress=progress, max_tokens=tuned.max_length, desc=f"disabling heads ({data.name})")
-    logits = np.empty_like(scan.parts[0])
-    logits[order] = scan.parts[0]
+    logits = np.empty_like(scan.arrays["logits"])
+    logits[order] = scan.arrays["logits"]
     return Scan(data.name, runs(encoder.n_layers, encoder.n_heads), logits,
                 np.array([e.label for e in examples]))
 

@@ -2,7 +2,7 @@
 
 `finetune(encoder, data)` trains a copy of the encoder plus a linear head on [CLS] (seeded, cached under
 data/cache as a model folder that `load_encoder(folder)` reads, with the head beside it) and returns a
-`FineTuned`. `task_scores` puts the fine-tuned model's test accuracy beside four baselines (SCORE_COLUMNS):
+`FineTuned`. `task_scores` puts the fine-tuned model's test accuracy beside four baselines (`Score`):
 the majority class; the pre-trained encoder with an untrained linear head on [CLS] (no task training at all,
 Kovaleva et al.'s "pre-trained" row); and a linear head (logistic regression) trained on the frozen encoder's
 [CLS] state, and on its mean-pooled last-layer states (the pooling the default model was trained with). Both
@@ -20,6 +20,7 @@ import math
 import random
 from collections import Counter
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -30,15 +31,25 @@ from tqdm.auto import tqdm
 
 from ..core.cache import DEFAULT_CACHE_DIR, entry_path
 from ..core.source import code_version
-from ..engine.extract import Batch, Reducer, batches, concatenate, reduce
+from ..engine.extract import Batch, RowReducer, batches, reduce
 from ..core.models import Encoder, load_encoder, save_folder
 from ..data.tasks import Example, TaskData
 from ..core.threads import one_thread
 
 HEAD_FILE = "classifier_head.pt"
 META_FILE = "bertlook_task.json"
-SCORE_COLUMNS = ("majority class", "untrained head", "frozen [CLS]", "frozen mean-pooled", "fine-tuned")
 UNTRAINED_HEADS = 10  # seeded random heads averaged in the "untrained head" column
+
+
+class Score(StrEnum):
+    """The columns of `task_scores`, in order: four baselines and the fine-tuned model. Look a column up by its
+    member; its value is the label the tables show."""
+
+    MAJORITY = "majority class"
+    UNTRAINED = "untrained head"
+    FROZEN_CLS = "frozen [CLS]"
+    FROZEN_MEAN = "frozen mean-pooled"
+    FINE_TUNED = "fine-tuned"
 
 
 def majority_accuracy(data: TaskData) -> float:
@@ -172,7 +183,7 @@ def accuracy_and_loss(logits: np.ndarray, labels: np.ndarray) -> tuple[float, fl
     return float((logits.argmax(1) == targets).float().mean()), float(loss)
 
 
-class FrozenStates(Reducer):
+class FrozenStates(RowReducer):
     """The last layer's states of every input, from one forward pass (the engine's pass returns attention
     maps, not hidden states): `cls` float32 [N, hidden], the first token's ([CLS]) state, and `mean` float32
     [N, hidden], the mean over the input's real tokens (special tokens included, padding excluded: the
@@ -182,26 +193,14 @@ class FrozenStates(Reducer):
     needs_attention = False
 
     def __init__(self, model: torch.nn.Module):
+        super().__init__()
         self.model = model
-        self.parts: dict[str, list[np.ndarray]] = {"cls": [], "mean": []}
-
-    def fresh(self) -> "FrozenStates":
-        return FrozenStates(self.model)  # shares the model, never copies it
 
     @torch.inference_mode()
     def update(self, batch: Batch) -> None:
         states = self.model.eval()(**batch.model_inputs).last_hidden_state
         weights = batch.valid.unsqueeze(-1).to(states.dtype)
-        self.parts["cls"].append(states[:, 0].numpy())
-        self.parts["mean"].append(((states * weights).sum(1) / weights.sum(1)).numpy())
-
-    def result(self) -> dict[str, np.ndarray]:
-        return {key: np.concatenate(parts) for key, parts in self.parts.items()}
-
-    merge = staticmethod(concatenate)
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.parts = {key: [result[key]] for key in ("cls", "mean")}
+        self.add(cls=states[:, 0].numpy(), mean=((states * weights).sum(1) / weights.sum(1)).numpy())
 
 
 def frozen_states(encoder: Encoder, examples: Sequence[Example], max_length: int = 64,
@@ -211,7 +210,7 @@ def frozen_states(encoder: Encoder, examples: Sequence[Example], max_length: int
     reducer = FrozenStates(encoder.model)
     reduce(encoder, [e.item for e in examples], [reducer], batch_size=32, cache_dir=cache_dir, progress=progress,
            max_tokens=max_length, desc=desc)
-    return reducer.result()
+    return reducer.arrays
 
 
 def untrained_head(n_features: int, n_labels: int, seed: int) -> torch.nn.Linear:
@@ -251,7 +250,7 @@ def probe_accuracy(train: np.ndarray, train_labels: np.ndarray, test: np.ndarray
 def task_scores(encoder: Encoder, tasks: Mapping[str, TaskData], tuned: Mapping[str, FineTuned],
                 max_length: int = 64, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
                 progress: bool = True, untrained_heads: int = UNTRAINED_HEADS) -> pd.DataFrame:
-    """Test accuracy per task (rows) in SCORE_COLUMNS:
+    """Test accuracy per task (rows) in the columns of `Score`:
 
     - majority class: always the most frequent training label (`majority_accuracy`);
     - untrained head: the pre-trained `encoder` with a random linear head on [CLS], no task training at all
@@ -273,4 +272,4 @@ def task_scores(encoder: Encoder, tasks: Mapping[str, TaskData], tuned: Mapping[
                   for kind in ("cls", "mean")]
         rows[name] = (majority_accuracy(data), float(untrained.mean()), *probes,
                       accuracy_and_loss(*tuned[name].predict(data.test, cache_dir, progress))[0])
-    return pd.DataFrame.from_dict(rows, orient="index", columns=list(SCORE_COLUMNS)).rename_axis("task")
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(Score)).rename_axis("task")

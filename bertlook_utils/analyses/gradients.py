@@ -44,7 +44,7 @@ from torch import nn
 from ..core import intervene
 from ..core.cache import DEFAULT_CACHE_DIR
 from ..core.conventions import head_frame
-from ..engine.extract import Batch, Reducer, batches, concatenate, reduce
+from ..engine.extract import Batch, RowReducer, batches, reduce
 from ..core.intervals import mean_interval
 from ..core.models import Encoder
 
@@ -205,7 +205,7 @@ def _per_category(values: torch.Tensor, batch: Batch, mean_over_columns: bool) -
     return torch.stack(out, -1)
 
 
-class AttentionGradients(Reducer):
+class AttentionGradients(RowReducer):
     """Per input, |∂L/∂α| and α per layer, head and category (see `GradientResult`): the objective's forward
     and backward pass on each batch, with `intervene.Capture` keeping the maps in the graph."""
 
@@ -213,17 +213,12 @@ class AttentionGradients(Reducer):
     needs_attention = False  # it needs the maps inside the autograd graph, so it runs the model itself
 
     def __init__(self, module: nn.Module, objective: Objective, seed: int):
+        super().__init__()
         self.module, self.objective, self.seed = module, objective, seed
-        self.gradient: list[torch.Tensor] = []
-        self.attention: list[torch.Tensor] = []
-        self.arrays: dict[str, np.ndarray] = {}
 
     @property
     def key(self) -> str:
         return f"{self.name}-{self.objective.name}-{self.seed}"
-
-    def fresh(self) -> "AttentionGradients":
-        return AttentionGradients(self.module, self.objective, self.seed)  # shares the model, never copies it
 
     def update(self, batch: Batch) -> None:
         capture = intervene.Capture()
@@ -232,17 +227,9 @@ class AttentionGradients(Reducer):
             loss = self.objective.loss(self.module, batch, seeds)
         grads = capture.gradients(loss.sum())
         layers = sorted(grads)
-        self.gradient.append(torch.stack([_per_category(grads[l].abs(), batch, True) for l in layers], 1))
-        self.attention.append(torch.stack([_per_category(capture.probs[l].detach(), batch, False) for l in layers], 1))
-
-    def result(self) -> dict[str, np.ndarray]:
-        return {"gradient": torch.cat(self.gradient).double().numpy(),
-                "attention": torch.cat(self.attention).double().numpy()}
-
-    merge = staticmethod(concatenate)
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.arrays = result
+        gradient = torch.stack([_per_category(grads[layer].abs(), batch, True) for layer in layers], 1)
+        attention = torch.stack([_per_category(capture.probs[layer].detach(), batch, False) for layer in layers], 1)
+        self.add(gradient=gradient.double().numpy(), attention=attention.double().numpy())
 
 
 def attention_gradients(encoder: Encoder, items: Sequence, objective: Objective | None = None,
@@ -322,7 +309,7 @@ def _edit(batch: Batch, layer: int, head: int | None, source: str, amount: str, 
     return intervene.drain_random(layer, batch.sinks, batch.valid, mode, head, seed=seed)
 
 
-class SinkAblation(Reducer):
+class SinkAblation(RowReducer):
     """Per input, scope and condition, how far the output moves when the sink mass is moved (`AblationResult`);
     `between`: the pooled distances between different inputs of each batch, for the yardstick."""
 
@@ -330,18 +317,12 @@ class SinkAblation(Reducer):
     needs_attention = False  # it runs the model again with edited maps, so it runs the model itself
 
     def __init__(self, model: nn.Module, scopes: Sequence[tuple[str, int, int | None]], seed: int):
+        super().__init__()
         self.model, self.scopes, self.seed = model, list(scopes), seed
-        self.rows: list[tuple] = []
-        self.between: list[torch.Tensor] = []
-        self.frame: pd.DataFrame | None = None
-        self.reference = float("nan")
 
     @property
     def key(self) -> str:
         return f"{self.name}-{json.dumps(self.scopes)}-{self.seed}"
-
-    def fresh(self) -> "SinkAblation":
-        return SinkAblation(self.model, self.scopes, self.seed)  # shares the model, never copies it
 
     @torch.inference_mode()
     def update(self, batch: Batch) -> None:
@@ -349,8 +330,9 @@ class SinkAblation(Reducer):
         base = model(**batch.model_inputs, output_attentions=True)
         pooled = mean_pool(base.last_hidden_state, batch.valid)
         pairs = torch.triu_indices(size, size, offset=1)
-        self.between.append(_cosine_distance(pooled[pairs[0]], pooled[pairs[1]]))
+        between = _cosine_distance(pooled[pairs[0]], pooled[pairs[1]])
         rows_mask = batch.valid.to(pooled.dtype)
+        rows = []
 
         def row_mean(values):  # [B, T] -> [B]
             return (values * rows_mask).sum(1) / rows_mask.sum(1)
@@ -367,20 +349,10 @@ class SinkAblation(Reducer):
                 token = row_mean(_cosine_distance(hidden, base.last_hidden_state))
                 pool = _cosine_distance(mean_pool(hidden, batch.valid), pooled)
                 for i in range(size):
-                    self.rows.append((scope, layer + 1, 0 if head is None else head + 1, source, amount, mode,
-                                      start + i, float(token[i]), float(pool[i]), float(moved[amount][i])))
-
-    def result(self) -> dict[str, np.ndarray]:
-        frame = pd.DataFrame(self.rows, columns=["scope", "layer", "head", *CONDITION_COLUMNS, "input", *DISTANCES,
-                                                 "moved"])
-        return {**_frame_arrays(frame, "frame"), "between": torch.cat(self.between).double().numpy()}
-
-    merge = staticmethod(concatenate)
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.frame = _frame_from(result, "frame")
-        if len(result["between"]):
-            self.reference = float(result["between"].mean())
+                    rows.append((scope, layer + 1, 0 if head is None else head + 1, source, amount, mode, start + i,
+                                 float(token[i]), float(pool[i]), float(moved[amount][i])))
+        frame = pd.DataFrame(rows, columns=["scope", "layer", "head", *CONDITION_COLUMNS, "input", *DISTANCES, "moved"])
+        self.add(**_frame_arrays(frame, "frame"), between=between.double().numpy())
 
 
 def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, int]] = (), batch_size: int = 16,
@@ -401,9 +373,10 @@ def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, 
     reducer = SinkAblation(encoder.model, scopes, seed)
     reduce(encoder, list(items), [reducer], batch_size=batch_size, cache_dir=cache_dir, progress=progress,
            desc="sink ablation")
-    if not np.isfinite(reducer.reference):
+    between = reducer.arrays["between"]
+    if not len(between):
         raise ValueError("the reference distance needs batches of at least two inputs; give at least two inputs")
-    return AblationResult(reducer.frame, reducer.reference)
+    return AblationResult(_frame_from(reducer.arrays, "frame"), float(between.mean()))
 
 
 # -- value norms ------------------------------------------------------------------------------------

@@ -106,7 +106,8 @@ class EffectiveModel(nn.Module):
 def effective_encoder(encoder: Encoder) -> Encoder:
     """The same encoder with effective attention maps (see the module docstring); its own fingerprint."""
     return Encoder(f"{encoder.name} (effective attention)", EffectiveModel(encoder.model), encoder.tokenizer,
-                   f"{encoder.fingerprint}+effective-attention", encoder.max_tokens, encoder.folder, signed_attention=True)
+                   f"{encoder.fingerprint}+effective-attention", encoder.max_tokens, encoder.folder,
+                   signed_attention=True)
 
 
 @torch.inference_mode()

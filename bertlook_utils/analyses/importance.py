@@ -23,7 +23,7 @@ import torch
 
 from ..core import intervene
 from ..core.cache import DEFAULT_CACHE_DIR
-from ..engine.extract import Batch, Reducer, concatenate, reduce
+from ..engine.extract import Batch, RowReducer, reduce
 from .finetune import FineTuned
 from ..core.intervals import mean_interval
 from ..data.tasks import Example
@@ -53,23 +53,20 @@ def _logits(tuned: FineTuned, inputs: dict[str, torch.Tensor], mask: torch.Tenso
     return tuned.head(hidden[:, 0])
 
 
-class MaskGradients(Reducer):
+class MaskGradients(RowReducer):
     """Per input: `gradient` [L, H] = ∂L/∂ξ at ξ = 1 (L: cross-entropy on `labels[k]` for input k of the pass)."""
 
     name = "head_mask_gradients"
     needs_attention = False
 
     def __init__(self, tuned: FineTuned, labels: Sequence[int]):
+        super().__init__()
         self.tuned, self.labels = tuned, [int(x) for x in labels]
-        self.parts: list[np.ndarray] = []
 
     @property
     def key(self) -> str:
         labels = hashlib.sha256(np.array(self.labels).tobytes()).hexdigest()[:16]
         return f"{self.name}-{_head_hash(self.tuned)}-{labels}"
-
-    def fresh(self) -> "MaskGradients":
-        return MaskGradients(self.tuned, self.labels)
 
     def update(self, batch: Batch) -> None:
         encoder = self.tuned.encoder
@@ -79,33 +76,22 @@ class MaskGradients(Reducer):
             loss = torch.nn.functional.cross_entropy(_logits(self.tuned, batch.model_inputs, mask), labels,
                                                      reduction="sum")
             (gradient,) = torch.autograd.grad(loss, mask)  # row b: input b's own gradient
-        self.parts.append(gradient.double().numpy())
-
-    def result(self) -> dict[str, np.ndarray]:
-        return {"gradient": np.concatenate(self.parts)}
-
-    merge = staticmethod(concatenate)
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.parts = [result["gradient"]]
+        self.add(gradient=gradient.double().numpy())
 
 
-class MaskedLogits(Reducer):
+class MaskedLogits(RowReducer):
     """Per input: `logits` [K, C] under each of K head masks `masks` [K, L, H]."""
 
     name = "head_mask_logits"
     needs_attention = False
 
     def __init__(self, tuned: FineTuned, masks: np.ndarray):
+        super().__init__()
         self.tuned, self.masks = tuned, np.asarray(masks, dtype=np.float32)
-        self.parts: list[np.ndarray] = []
 
     @property
     def key(self) -> str:
         return f"{self.name}-{_head_hash(self.tuned)}-{hashlib.sha256(self.masks.tobytes()).hexdigest()[:16]}"
-
-    def fresh(self) -> "MaskedLogits":
-        return MaskedLogits(self.tuned, self.masks)
 
     @torch.inference_mode()
     def update(self, batch: Batch) -> None:
@@ -118,19 +104,11 @@ class MaskedLogits(Reducer):
             tiled = {key: value.repeat(len(masks), 1) for key, value in batch.model_inputs.items()}  # mask-major
             out = _logits(self.tuned, tiled, masks.repeat_interleave(size, 0))
             logits.append(out.unflatten(0, (len(masks), size)).transpose(0, 1))
-        self.parts.append(torch.cat(logits, 1).numpy())  # [B, K, C]
-
-    def result(self) -> dict[str, np.ndarray]:
-        return {"logits": np.concatenate(self.parts)}
-
-    merge = staticmethod(concatenate)
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.parts = [result["logits"]]
+        self.add(logits=torch.cat(logits, 1).numpy())  # [B, K, C]
 
 
-def _run(tuned: FineTuned, examples: Sequence[Example], reducer: Reducer, batch_size: int, cache_dir, progress: bool,
-         desc: str) -> Reducer:
+def _run(tuned: FineTuned, examples: Sequence[Example], reducer: RowReducer, batch_size: int, cache_dir,
+         progress: bool, desc: str) -> RowReducer:
     if not examples:
         raise ValueError("no examples: give at least one input of the task")
     reduce(tuned.encoder, [e.item for e in examples], [reducer], batch_size=batch_size, cache_dir=cache_dir,
@@ -144,10 +122,10 @@ def head_importance(tuned: FineTuned, examples: Sequence[Example], batch_size: i
     (each example cut to the model's max_length), and its 95 % interval over examples (low, high)."""
     reducer = MaskGradients(tuned, [e.label for e in examples])
     _run(tuned, examples, reducer, batch_size, cache_dir, progress, f"head importance ({tuned.task})")
-    values = np.abs(reducer.parts[0])  # [N, L, H]
+    values = np.abs(reducer.arrays["gradient"])  # [N, L, H]
     if len(values) < 2:
         raise ValueError("importance needs at least two examples (its interval is over examples)")
-    rows = [(l + 1, h + 1, *mean_interval(values[:, l, h])) for l in range(values.shape[1])
+    rows = [(layer + 1, h + 1, *mean_interval(values[:, layer, h])) for layer in range(values.shape[1])
             for h in range(values.shape[2])]
     return pd.DataFrame(rows, columns=["layer", "head", "importance", "low", "high"])
 
@@ -182,7 +160,7 @@ def masked_accuracy(tuned: FineTuned, examples: Sequence[Example], masks: np.nda
     unique, index = np.unique(masks, axis=0, return_inverse=True)
     reducer = MaskedLogits(tuned, unique)
     _run(tuned, examples, reducer, batch_size, cache_dir, progress, f"pruning heads ({tuned.task})")
-    correct = reducer.parts[0].argmax(-1) == np.array([e.label for e in examples])[:, None]
+    correct = reducer.arrays["logits"].argmax(-1) == np.array([e.label for e in examples])[:, None]
     return correct[:, index.ravel()]
 
 

@@ -26,7 +26,7 @@ from torch import nn
 from ..core import intervene
 from ..core.cache import DEFAULT_CACHE_DIR
 from ..core.conventions import head_frame
-from ..engine.extract import Batch, Reducer, batches, concatenate, reduce
+from ..engine.extract import Batch, RowReducer, batches, reduce
 from .gradients import CATEGORIES, category_mask, output_projection
 from ..core.intervals import mean_interval
 from ..core.models import Encoder
@@ -61,9 +61,10 @@ def head_vectors(model: nn.Module, layer: int, hidden: torch.Tensor, n_heads: in
 
 @dataclass
 class LayerTerms:
-    """One input, one layer: `vectors` [H, n, D] = f^h(x_j); `mixed` [n, n, D] = Σ_h α^h_ij f^h(x_j) (no residual); `residual` [n, D] = x_i;
-    `z` [n, n, D] = z_ij (residual on the diagonal); `normed` [n, n, D] = g_i(z_ij) (residual on the diagonal, LayerNorm applied); `bias` [n, D] = what LN
-    makes of b_O plus β, so that `normed.sum(1) + bias` is the attention block's output."""
+    """One input, one layer: `vectors` [H, n, D] = f^h(x_j); `mixed` [n, n, D] = Σ_h α^h_ij f^h(x_j) (no
+    residual); `residual` [n, D] = x_i; `z` [n, n, D] = z_ij (residual on the diagonal); `normed` [n, n, D] =
+    g_i(z_ij) (residual on the diagonal, LayerNorm applied); `bias` [n, D] = what LN makes of b_O plus β, so that
+    `normed.sum(1) + bias` is the attention block's output."""
 
     vectors: torch.Tensor
     mixed: torch.Tensor
@@ -79,7 +80,8 @@ def decompose_layer(model: nn.Module, layer: int, hidden: torch.Tensor, attn: to
     """hidden [n, D] (one input's layer input, no padding), attn [H, n, n] -> `LayerTerms` (float64)."""
     hidden, attn = hidden.double(), attn.double()
     f = head_vectors(model, layer, hidden[None].to(model.dtype), n_heads)[0].double()  # [H, n, D]
-    mixed = torch.bmm(attn.permute(2, 1, 0).contiguous(), f.transpose(0, 1).contiguous()).transpose(0, 1)  # [n, n, D]: Σ_h α^h_ij f^h(x_j)
+    # [n, n, D]: Σ_h α^h_ij f^h(x_j)
+    mixed = torch.bmm(attn.permute(2, 1, 0).contiguous(), f.transpose(0, 1).contiguous()).transpose(0, 1)
     n = hidden.shape[0]
     z = mixed.clone()
     z[torch.arange(n), torch.arange(n)] += hidden
@@ -101,8 +103,9 @@ def contribution_norms(model: nn.Module, layer: int, hidden: torch.Tensor, attn:
     `heads` [H, n, n] = ‖α^h_ij f^h(x_j)‖, `mixed` = ‖Σ_h α^h_ij f^h(x_j)‖, `residual` = ‖z_ij‖ and `normed` =
     ‖g_i(z_ij)‖; `mixing` [3, n], Kobayashi et al. 2021's context-mixing ratio ‖Σ_{j≠i} t_ij‖ / (‖Σ_{j≠i} t_ij‖ +
     ‖t_ii‖) of each token i, for t the heads' summed vectors, with the residual, and with the LayerNorm too
-    (a ratio of vector norms: the context's terms can cancel). Off the diagonal ‖Σ_h α^h_ij f^h_j‖² = α_ijᵀ G_j α_ij with G_j the heads' Gram matrix at token j;
-    the n diagonal terms, which carry the residual, are computed directly."""
+    (a ratio of vector norms: the context's terms can cancel). Off the diagonal ‖Σ_h α^h_ij f^h_j‖² = α_ijᵀ G_j α_ij
+    with G_j the heads' Gram matrix at token j; the n diagonal terms, which carry the residual, are computed
+    directly."""
     hidden, attn = hidden.double(), attn.double()
     f = head_vectors(model, layer, hidden[None].to(model.dtype), n_heads)[0].double()  # [H, n, D]
     norm = attention_layernorm(model, layer)
@@ -151,7 +154,7 @@ def _shares(scores: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
     return per_row.mean(-2)
 
 
-class NormShares(Reducer):
+class NormShares(RowReducer):
     """Per input: `weight`, `norm` [L, H, 4] (category shares of α_ij and of ‖α_ij f(x_j)‖ per head),
     `layer_weight`, `layer_norm`, `layer_context` [L, 4] (the same per layer: α averaged over heads, the norm
     of the heads' summed vector, and ‖g_i(z_ij)‖ over the context j ≠ i), `mixing` [L, 4] (context share by
@@ -161,12 +164,8 @@ class NormShares(Reducer):
     needs_attention = False  # it needs the layer inputs too, so it runs the model itself
 
     def __init__(self, model: nn.Module, n_heads: int):
+        super().__init__()
         self.model, self.n_heads = model, n_heads
-        self.parts: dict[str, list[np.ndarray]] = {}
-        self.arrays: dict[str, np.ndarray] = {}
-
-    def fresh(self) -> "NormShares":
-        return NormShares(self.model, self.n_heads)  # shares the model, never copies it
 
     @torch.inference_mode()
     def update(self, batch: Batch) -> None:
@@ -187,16 +186,7 @@ class NormShares(Reducer):
                           "mixing": torch.cat([by_weight[None], terms["mixing"]]).mean(-1)}
                 for key, value in values.items():
                     per_input.setdefault(key, []).append(value)
-            for key, value in per_input.items():
-                self.parts.setdefault(key, []).append(torch.stack(value).numpy())
-
-    def result(self) -> dict[str, np.ndarray]:
-        return {key: np.stack(value) for key, value in self.parts.items()}
-
-    merge = staticmethod(concatenate)
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.arrays = result
+            self.add(**{key: torch.stack(value).numpy()[None] for key, value in per_input.items()})
 
 
 @dataclass
@@ -234,8 +224,8 @@ class NormResult:
         return pd.DataFrame(frame)
 
 
-def norm_shares(encoder: Encoder, items: Sequence, batch_size: int = 8, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
-                progress: bool = True) -> NormResult:
+def norm_shares(encoder: Encoder, items: Sequence, batch_size: int = 8,
+                cache_dir: Path | str | None = DEFAULT_CACHE_DIR, progress: bool = True) -> NormResult:
     """`NormShares` over `items` (segments, texts or pairs), cached block by block."""
     if not items:
         raise ValueError("no inputs: give segments, texts or (a, b) pairs")

@@ -23,12 +23,9 @@ highest-scoring head (argmax, may not form a tree) and from the maximum spanning
 
     results = run_probes(encoder, selection, heldout)   # cached; results.table is Table 3
 
-Clark et al.'s own distances + words baseline, as their released code builds it (`Syntax_Analysis.ipynb`,
-`Probe(use_distance_features=True, use_attns=False, use_words=True, hidden_layer=True)`), is
-`ClarkDistanceWordsMLP`: 8 distance features (`clark_distance_features`), the two words' vectors, one hidden
-layer of 256 tanh units, trained for 1 epoch with one sentence per Adam step and the cross-entropy summed
-over every word of the sentence. `distance_baselines` trains it in several settings (vector size, training
-sentences, epochs) and `subset_uas` scores any predictions on the arcs two parsers agree on.
+Clark et al.'s own distances + words baseline, as their released code builds it, is `ClarkDistanceWordsMLP`;
+`probe_baselines` trains it in several settings and scores predictions on the arcs two parsers agree on. The
+random-init model is `models.random_init_encoder`.
 """
 from __future__ import annotations
 
@@ -36,6 +33,7 @@ import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -51,26 +49,44 @@ from . import syntax
 from ..core.cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_result
 from ..core.source import code_version
 from ..core.conventions import check_attention, head_label
-from ..core.models import Encoder, load_encoder, save_folder
+from ..core.models import Encoder, random_init_encoder
 from ..core.trees import mst_heads
+# re-exported: notebook 06 and its student copies, already handed out, call them as probes.<name>
+from .probe_baselines import distance_baselines, offset_shares, subset_uas  # noqa: F401
 
 LEARNING_RATE = 0.002  # Clark et al.
 VECTOR_SOURCES = ("spacy-md", "embeddings")
 N_DISTANCE_FEATURES = 8
 PROBE_KINDS = ("attention", "attention+vectors", "distances+vectors", "clark-distances+vectors")
 LOSSES = ("mean", "sum")  # per batch: mean over scored words (the kit), or sum over every word (Clark's code)
-# The models of Table 3: (name, probe kind, attention from the "pretrained" or the "random" model, or None)
+
+
+class Model(StrEnum):
+    """The rows of Table 3 (`ProbeResults.table`), in order: those of `MODELS`, then the attention-only probe once
+    more, trained as Clark et al.'s code trains every probe: 1 epoch, one sentence per Adam step, the cross-entropy
+    summed over every word (no curve). Look a model up by its member; its value is the label the tables show."""
+
+    RIGHT_BRANCHING = "right-branching"
+    DISTANCES = "distances + vectors"
+    RANDOM_ATTENTION_VECTORS = "random-init attention + vectors"
+    RANDOM_ATTENTION = "random-init attention only"
+    ATTENTION = "attention only"
+    ATTENTION_VECTORS = "attention + vectors"
+    ONE_EPOCH = "attention only, 1 epoch, batch 1"
+
+
+ONE_EPOCH = Model.ONE_EPOCH  # the name that student copies handed out before the ids use (tests/handed_out.txt)
+
+
+# The rows of Table 3 but Model.ONE_EPOCH: (model, probe kind, attention of the "pretrained" or "random" model or None)
 MODELS = (
-    ("right-branching", None, None),
-    ("distances + vectors", "distances+vectors", None),
-    ("random-init attention + vectors", "attention+vectors", "random"),
-    ("random-init attention only", "attention", "random"),
-    ("attention only", "attention", "pretrained"),
-    ("attention + vectors", "attention+vectors", "pretrained"),
+    (Model.RIGHT_BRANCHING, None, None),
+    (Model.DISTANCES, "distances+vectors", None),
+    (Model.RANDOM_ATTENTION_VECTORS, "attention+vectors", "random"),
+    (Model.RANDOM_ATTENTION, "attention", "random"),
+    (Model.ATTENTION, "attention", "pretrained"),
+    (Model.ATTENTION_VECTORS, "attention+vectors", "pretrained"),
 )
-# The attention-only probe once more, trained as Clark et al.'s code trains every probe: 1 epoch, one sentence per
-# Adam step, the cross-entropy summed over every word (reported in `ProbeResults.table` after MODELS; no curve)
-ONE_EPOCH = "attention only, 1 epoch, batch 1"
 
 
 # -- static word vectors ------------------------------------------------------------------------------
@@ -182,8 +198,8 @@ def make_batches(examples: Sequence, vectors: Sequence[np.ndarray] | None = None
                 vecs[row, :n] = v
         batches.append({"feats": torch.from_numpy(feats), "vecs": torch.from_numpy(vecs),
                         "heads": torch.from_numpy(heads), "scored": torch.from_numpy(scored),
-                        "allowed": torch.from_numpy(allowed), "lengths": torch.tensor([len(checked[i][1]) for i in chunk]),
-                        "index": torch.tensor(chunk)})
+                        "allowed": torch.from_numpy(allowed),
+                        "lengths": torch.tensor([len(checked[i][1]) for i in chunk]), "index": torch.tensor(chunk)})
     return batches
 
 
@@ -487,36 +503,12 @@ def right_branching(n: int) -> np.ndarray:
     return heads
 
 
-# -- a randomly initialised model of the same architecture ----------------------------------------------
-def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str = DEFAULT_CACHE_DIR) -> Encoder:
-    """The encoder's architecture with random weights (torch seed `seed`), except the embeddings (word,
-    position, segment, their LayerNorm), which are copied from `encoder` as Clark et al. did; the tokenizer is
-    the real one. Saved once under cache_dir/random-init-<key>/ and loaded with `load_encoder`."""
-    import transformers
-
-    versions = f"{torch.__version__}|{transformers.__version__}"  # the initialisation code
-    key = hashlib.sha256(f"{encoder.fingerprint}|{seed}|{versions}".encode()).hexdigest()[:16]
-    folder = Path(cache_dir) / f"random-init-{key}"
-    if not (folder / "config.json").exists():
-        torch.manual_seed(seed)
-        model = type(encoder.model)(encoder.model.config)
-        embeddings = getattr(model, "embeddings", None)
-        if embeddings is not None:
-            embeddings.load_state_dict(encoder.model.embeddings.state_dict())
-        else:
-            model.get_input_embeddings().load_state_dict(encoder.model.get_input_embeddings().state_dict())
-        save_folder(folder, model, encoder.tokenizer)
-    random_encoder = load_encoder(folder)
-    random_encoder.name = f"{encoder.name} (random init, seed {seed})"
-    return random_encoder
-
-
 # -- Table 3 ----------------------------------------------------------------------------------------------
 @dataclass
 class ProbeResults:
     """Everything `run_probes` measured (UAS in %).
 
-    table: one row per model (MODELS, then ONE_EPOCH): `model`, `uas_argmax`, `uas_mst`. curves: `model`, `epoch`,
+    table: one row per model (`Model`): `model`, `uas_argmax`, `uas_mst`. curves: `model`, `epoch`,
     `train_loss`, `heldout_uas` (argmax).
     weights [2, L, H]: the attention-only probe's word weights (dep->head, head->dep), per root-mean-square
     attention of each map; root_weights [2, L, H]: its ROOT weights (to [CLS], to [SEP]). head_accuracy [2, L, H]: each
@@ -542,7 +534,8 @@ class ProbeResults:
         return int((~self.predictions["is_punct"]).sum())
 
 
-def _sentences_key(sentences: Sequence) -> str:
+def sentences_key(sentences: Sequence) -> str:
+    """sha256 of the sentences' words, heads and punctuation flags (a cache key)."""
     digest = hashlib.sha256()
     for s in sentences:
         digest.update(json.dumps([list(s.words), [int(h) for h in s.heads], [bool(p) for p in s.is_punct]]).encode())
@@ -561,7 +554,7 @@ def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors
     settings = f"{vectors}/{epochs}/{batch_size}/{seed}/{min_relation}/{LEARNING_RATE}"
     path = None
     if cache_dir is not None:
-        path = entry_path(cache_dir, "probes", encoder.fingerprint, _sentences_key(selection), _sentences_key(heldout),
+        path = entry_path(cache_dir, "probes", encoder.fingerprint, sentences_key(selection), sentences_key(heldout),
                           settings, version=code_version(__name__))
         cached = load_result(path)
         if cached is not None:
@@ -571,11 +564,12 @@ def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors
             "test": [word_vectors(s.words, vectors, encoder) for s in heldout]}
     names = [m[0] for m in MODELS]
     right = [right_branching(len(g)) for g in gold]
-    predicted = {"right-branching": (right, right)}
+    predicted = {Model.RIGHT_BRANCHING: (right, right)}
     curves: dict[str, pd.DataFrame] = {}
     arrays: dict[str, np.ndarray] = {}
     for model in ("pretrained", "random"):
-        source = encoder if model == "pretrained" else random_init_encoder(encoder, seed, cache_dir or DEFAULT_CACHE_DIR)
+        source = (encoder if model == "pretrained"
+                  else random_init_encoder(encoder, seed, cache_dir or DEFAULT_CACHE_DIR))
         batches = {}
         for half, sentences in (("train", selection), ("test", heldout)):
             examples = syntax.parsed_attention(source, sentences, progress=progress)
@@ -593,7 +587,7 @@ def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors
                                            progress=progress, desc=name)
                 scores = predict(probe, batches["test"])
                 predicted[name] = (decode(scores, "argmax"), decode(scores, "mst"))
-                if name == "attention only":
+                if name == Model.ATTENTION:
                     shape = (2, encoder.n_layers, encoder.n_heads)
                     arrays["weights"] = probe.word.detach().numpy().reshape(shape)
                     arrays["root_weights"] = probe.root.detach().numpy().reshape(shape)
@@ -601,10 +595,10 @@ def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors
             probe = make_probe("attention", n_maps, dim, seed, scale)
             train_probe(probe, single_sentences(batches["train"]), None, 1, seed=seed, progress=False, loss="sum")
             scores = predict(probe, batches["test"])
-            predicted[ONE_EPOCH] = (decode(scores, "argmax"), decode(scores, "mst"))
+            predicted[Model.ONE_EPOCH] = (decode(scores, "argmax"), decode(scores, "mst"))
         del batches
     trained = [n for n in names if n in curves]
-    names.append(ONE_EPOCH)
+    names.append(Model.ONE_EPOCH)
     arrays.update(
         pred_argmax=np.stack([np.concatenate(predicted[n][0]) for n in names]).astype(np.int16),
         pred_mst=np.stack([np.concatenate(predicted[n][1]) for n in names]).astype(np.int16),
@@ -628,11 +622,17 @@ def _single_heads(examples: Sequence, min_relation: int) -> dict[str, np.ndarray
             "best_n": np.array([len(scores.relations) if r == "all" else int(counts[r]) for r in relations])}
 
 
+def word_table(sentences: Sequence) -> pd.DataFrame:
+    """One row per word of `sentences` (`parses.Sentence`s), in order: `sentence`, `word` (1-based), `relation`,
+    `gold` (head), `is_punct`."""
+    return pd.DataFrame([(i, w + 1, rel, int(h), bool(p)) for i, s in enumerate(sentences)
+                         for w, (rel, h, p) in enumerate(zip(s.relations, s.heads, s.is_punct))],
+                        columns=["sentence", "word", "relation", "gold", "is_punct"])
+
+
 def _results(arrays: dict[str, np.ndarray], heldout: Sequence, vectors: str) -> ProbeResults:
-    names = [m[0] for m in MODELS] + [ONE_EPOCH]
-    words = pd.DataFrame([(i, w + 1, rel, int(h), bool(p)) for i, s in enumerate(heldout)
-                          for w, (rel, h, p) in enumerate(zip(s.relations, s.heads, s.is_punct))],
-                         columns=["sentence", "word", "relation", "gold", "is_punct"])
+    names = list(Model)
+    words = word_table(heldout)
     for name, argmax, mst in zip(names, arrays["pred_argmax"], arrays["pred_mst"]):
         words[name], words[f"{name} (MST)"] = argmax.astype(int), mst.astype(int)
     scored = words[~words["is_punct"]]
@@ -665,209 +665,3 @@ def weight_table(results: ProbeResults) -> pd.DataFrame:
                 rows.append((head_label(layer, head), direction, results.weights[d, layer - 1, head - 1],
                              results.head_accuracy[d, layer - 1, head - 1], ", ".join(found["relation"]) or "-"))
     return pd.DataFrame(rows, columns=["head", "direction", "weight", "accuracy alone %", "best for (nb 04)"])
-
-
-# -- Clark et al.'s distances + words baseline, its ablations, and scoring on agreed arcs -------------------
-def word_batches(sentences: Sequence, vectors: Sequence[np.ndarray], batch_size: int = 1) -> list[dict[str, torch.Tensor]]:
-    """Padded batches for probes that read no attention (`make_batches` without `feats`), in the same order
-    (by length, then index). sentences: objects with heads [n] and is_punct [n]; vectors: per sentence [n, D]."""
-    if not sentences or len(vectors) != len(sentences):
-        raise ValueError(f"need one vector array per sentence, got {len(vectors)} for {len(sentences)} sentences")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-    order = sorted(range(len(sentences)), key=lambda i: (len(sentences[i].heads), i))
-    dim = np.asarray(vectors[0]).shape[1]
-    batches = []
-    for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
-        width = max(len(sentences[i].heads) for i in chunk)
-        heads = np.zeros((len(chunk), width), dtype=np.int64)
-        scored = np.zeros((len(chunk), width), dtype=bool)
-        allowed = np.zeros((len(chunk), width, width + 1), dtype=bool)
-        allowed[:, :, 0] = True
-        vecs = np.zeros((len(chunk), width, dim), dtype=np.float32)
-        for row, i in enumerate(chunk):
-            n = len(sentences[i].heads)
-            heads[row, :n] = sentences[i].heads
-            scored[row, :n] = ~np.asarray(sentences[i].is_punct, dtype=bool)
-            allowed[row, :n, 1:n + 1] = ~np.eye(n, dtype=bool)
-            vecs[row, :n] = vectors[i]
-        batches.append({"vecs": torch.from_numpy(vecs), "heads": torch.from_numpy(heads),
-                        "scored": torch.from_numpy(scored), "allowed": torch.from_numpy(allowed),
-                        "lengths": torch.tensor([len(sentences[i].heads) for i in chunk]), "index": torch.tensor(chunk)})
-    return batches
-
-
-def pca_projection(train_vectors: Sequence[np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """(mean [D], axes [dim, D]) of the principal components of the training words' vectors (every word
-    occurrence with a vector; words without one, all zeros, left out). Project with `project_vectors`."""
-    rows = np.concatenate([np.asarray(v, dtype=np.float64) for v in train_vectors])
-    rows = rows[np.abs(rows).sum(1) > 0]
-    if dim < 1 or dim > min(rows.shape):
-        raise ValueError(f"cannot project {rows.shape[1]}-d vectors of {len(rows)} words to {dim} dimensions")
-    mean = rows.mean(0)
-    centred = rows - mean
-    values, vectors = np.linalg.eigh(centred.T @ centred)  # ascending eigenvalues of the scatter matrix
-    axes = vectors[:, ::-1][:, :dim].T
-    axes = axes * np.where(axes[:, :1] < 0, -1.0, 1.0)  # a fixed sign per axis
-    return mean, axes
-
-
-def project_vectors(vectors: np.ndarray, projection: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """float32 [n, dim]: (v - mean) @ axes.T for words with a vector; zeros stay zeros (no vector)."""
-    mean, axes = projection
-    vectors = np.asarray(vectors, dtype=np.float64)
-    out = (vectors - mean) @ axes.T
-    out[np.abs(vectors).sum(1) == 0] = 0
-    return out.astype(np.float32)
-
-
-@dataclass(frozen=True)
-class BaselineSetting:
-    """One way to train Clark et al.'s distances + words baseline: `dim` (vector size; < 300: spaCy md's
-    vectors projected on their first `dim` principal axes, fit on the training words), `train` ("all" training
-    sentences, or "half": the first half by article, `parses.split_halves` of them), epochs, batch_size
-    (sentences per Adam step), loss (`_loss`) and hidden units."""
-
-    name: str
-    dim: int = 100
-    train: str = "all"
-    epochs: int = 1
-    batch_size: int = 1
-    loss: str = "sum"
-    hidden: int = 256
-
-
-BASELINE_SETTINGS = (
-    BaselineSetting("Clark's baseline (100-d, 1 epoch, batch 1)"),
-    BaselineSetting("Clark's, 300-d vectors", dim=300),
-    BaselineSetting("Clark's, half the training sentences", train="half"),
-    BaselineSetting("Clark's, 6 epochs, batches of 8 (the kit's training)", epochs=6, batch_size=8, loss="mean"),
-)
-
-
-@dataclass
-class BaselineResults:
-    """`distance_baselines`' results. table: one row per setting: `model` (its name), dim, n_train (sentences),
-    epochs, batch_size, uas_argmax, uas_mst (%). predictions: one row per held-out word (`sentence`, `word`,
-    `relation`, `gold`, `is_punct`, as `ProbeResults.predictions`) and one column of argmax heads per setting."""
-
-    table: pd.DataFrame
-    predictions: pd.DataFrame
-
-
-def distance_baselines(selection: Sequence, heldout: Sequence, settings: Sequence[BaselineSetting] = BASELINE_SETTINGS,
-                       seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
-                       progress: bool = True) -> BaselineResults:
-    """Train `ClarkDistanceWordsMLP` on `selection` in each of `settings` and evaluate it on `heldout` (lists
-    of `parses.Sentence`) with spaCy md's vectors. No attention is read. Cached by sentences, settings and
-    code version."""
-    if not selection or not heldout:
-        raise ValueError("distance_baselines needs sentences in both the selection and the held-out half")
-    names = [s.name for s in settings]
-    if len(set(names)) != len(names):
-        raise ValueError("settings need distinct names")
-    path = None
-    if cache_dir is not None:
-        path = entry_path(cache_dir, "distance_baselines", _sentences_key(selection), _sentences_key(heldout),
-                          repr(tuple(settings)), str(seed), version=code_version(__name__))
-        cached = load_result(path)
-        if cached is not None:
-            return _baseline_results(cached, settings, heldout)
-    halves = {"all": list(selection), "half": parses.split_halves(selection)[0]}
-    raw = {id(s): word_vectors(s.words, "spacy-md") for s in list(selection) + list(heldout)}
-    rows, argmax, mst = [], [], []
-    for setting in tqdm(settings, desc="distance baselines", unit="setting", disable=not progress):
-        if setting.train not in halves:
-            raise ValueError(f"train must be 'all' or 'half', not {setting.train!r}")
-        train = halves[setting.train]
-        if setting.dim == raw[id(train[0])].shape[1]:
-            vecs = dict(raw)
-        else:
-            projection = pca_projection([raw[id(s)] for s in train], setting.dim)
-            keys = list(raw)
-            flat = project_vectors(np.concatenate([raw[k] for k in keys]), projection)
-            vecs = dict(zip(keys, np.split(flat, np.cumsum([len(raw[k]) for k in keys])[:-1])))
-        train_batches = word_batches(train, [vecs[id(s)] for s in train], setting.batch_size)
-        test_batches = word_batches(heldout, [vecs[id(s)] for s in heldout], 32)
-        torch.manual_seed(seed)
-        probe = ClarkDistanceWordsMLP(setting.dim, setting.hidden)
-        train_probe(probe, train_batches, None, setting.epochs, seed=seed, progress=False, loss=setting.loss)
-        scores = predict(probe, test_batches)
-        argmax.append(np.concatenate(decode(scores, "argmax")))
-        mst.append(np.concatenate(decode(scores, "mst")))
-        rows.append((setting.dim, len(train)))
-    arrays = {"pred_argmax": np.stack(argmax).astype(np.int16), "pred_mst": np.stack(mst).astype(np.int16),
-              "n_train": np.array([r[1] for r in rows])}
-    if path is not None:
-        save_result(path, arrays)
-    return _baseline_results(arrays, settings, heldout)
-
-
-def _word_rows(heldout: Sequence) -> pd.DataFrame:
-    return pd.DataFrame([(i, w + 1, rel, int(h), bool(p)) for i, s in enumerate(heldout)
-                         for w, (rel, h, p) in enumerate(zip(s.relations, s.heads, s.is_punct))],
-                        columns=["sentence", "word", "relation", "gold", "is_punct"])
-
-
-def _baseline_results(arrays: dict[str, np.ndarray], settings: Sequence[BaselineSetting], heldout: Sequence
-                      ) -> BaselineResults:
-    words = _word_rows(heldout)
-    keep = ~words["is_punct"].to_numpy()
-    rows = []
-    for setting, argmax, mst, n_train in zip(settings, arrays["pred_argmax"], arrays["pred_mst"], arrays["n_train"]):
-        words[setting.name] = argmax.astype(int)
-        gold = words["gold"].to_numpy()
-        rows.append({"model": setting.name, "dim": setting.dim, "n_train": int(n_train), "epochs": setting.epochs,
-                     "batch_size": setting.batch_size, "uas_argmax": 100 * float((argmax[keep] == gold[keep]).mean()),
-                     "uas_mst": 100 * float((mst[keep] == gold[keep]).mean())})
-    return BaselineResults(pd.DataFrame(rows), words)
-
-
-def subset_uas(predictions: pd.DataFrame, models: Sequence[str], heldout: Sequence, second: Sequence) -> pd.DataFrame:
-    """UAS (%, argmax, punctuation excluded) of each model's predicted heads (columns `models` of a
-    `predictions` frame: one row per word of `heldout`, in order) on subsets defined by a second parse of the
-    same sentences (`second`, e.g. `parses.md_parses(heldout)`): every word (`all`), the words whose head the
-    two parses agree on (`agreed arcs`) and the others (`disagreed arcs`), the sentences whose every
-    non-punctuation head agrees (`agreed sentences`), and every word scored against the second parse's heads
-    (`against md`). One row per model; `n_*` columns give the words in each subset."""
-    agree = np.concatenate(parses.arc_agreement(heldout, second))
-    if len(agree) != len(predictions):
-        raise ValueError(f"predictions have {len(predictions)} rows for {len(agree)} words of the held-out sentences")
-    keep = ~predictions["is_punct"].to_numpy()
-    whole = np.concatenate([np.full(len(s), bool(a[~np.asarray(s.is_punct)].all()))
-                            for s, a in zip(heldout, parses.arc_agreement(heldout, second))])
-    gold = predictions["gold"].to_numpy()
-    other = np.concatenate([np.asarray(s.heads) for s in second])
-    subsets = {"all": keep, "agreed arcs": keep & agree, "disagreed arcs": keep & ~agree,
-               "agreed sentences": keep & whole}
-    rows = []
-    for model in models:
-        predicted = predictions[model].to_numpy()
-        row = {"model": model}
-        row.update({name: 100 * float((predicted[mask] == gold[mask]).mean()) for name, mask in subsets.items()})
-        row["against md"] = 100 * float((predicted[keep] == other[keep]).mean())
-        rows.append(row)
-    table = pd.DataFrame(rows)
-    for name, mask in subsets.items():
-        table[f"n {name}"] = int(mask.sum())
-    return table
-
-
-def offset_shares(sentences: Sequence, offsets: Sequence[int] = (-3, -2, -1, 1, 2, 3)) -> pd.DataFrame:
-    """Shape of the trees: the share (%) of words whose head is at each offset (head - word), further away
-    ("other"), or ROOT, counted two ways: `non-punct` (punctuation excluded, as UAS; "+1" is then the
-    right-branching baseline's score) and `every word` (punctuation and ROOT words included, as Clark et al.'s
-    Table 1 "all" row). One row per offset."""
-    offset, punct = [], []
-    for s in sentences:
-        heads = np.asarray(s.heads)
-        offset.append(np.where(heads == 0, 0, heads - np.arange(1, len(heads) + 1)))
-        punct.append(np.asarray(s.is_punct, dtype=bool))
-    offset, punct = np.concatenate(offset), np.concatenate(punct)
-    labels = [f"{k:+d}" for k in offsets] + ["other", "ROOT"]
-    masks = [offset == k for k in offsets]
-    masks += [(offset != 0) & ~np.isin(offset, list(offsets)), offset == 0]
-    return pd.DataFrame({"offset": labels,
-                         "non-punct": [100 * float(m[~punct].mean()) for m in masks],
-                         "every word": [100 * float(m.mean()) for m in masks]})

@@ -322,7 +322,7 @@ class RelationScores:
         frame = head_frame({"score": self.score(average), "null_mean": self.null(average).mean(0),
                             p: self.null_percentile(q, average)})
         frame["above"] = frame["score"] > frame[p]
-        frame.insert(2, "label", [head_label(l, h) for l, h in zip(frame["layer"], frame["head"])])
+        frame.insert(2, "label", [head_label(layer, h) for layer, h in zip(frame["layer"], frame["head"])])
         return frame.sort_values(["score", "layer", "head"], ascending=[False, True, True], ignore_index=True)
 
     def examples(self, sentences: Sequence[Sentence], layer: int, head: int, k: int = 5) -> pd.DataFrame:

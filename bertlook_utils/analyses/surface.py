@@ -184,7 +184,7 @@ def compare_neighbours(neighbours: pd.DataFrame, threshold: float = 0.5) -> pd.D
             over = neighbours[values > threshold]
             top = neighbours.loc[values.idxmax()]
             rows.append((definition, direction, len(over),
-                         ", ".join(head_label(int(l), int(h)) for l, h in zip(over["layer"], over["head"])),
+                         ", ".join(head_label(int(layer), int(h)) for layer, h in zip(over["layer"], over["head"])),
                          head_label(int(top["layer"]), int(top["head"])), float(values.max()), float(values.mean())))
     return pd.DataFrame(rows, columns=["definition", "direction", "over", "heads", "strongest", "max", "mean"])
 
@@ -220,8 +220,8 @@ def broad_summary(broad: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for name, mask in groups.items():
         chosen = broad[mask]
-        rows.append((name, int(mask.sum()), ", ".join(head_label(int(l), int(h))
-                                                       for l, h in zip(chosen["layer"], chosen["head"])),
+        rows.append((name, int(mask.sum()), ", ".join(head_label(int(layer), int(h))
+                                                       for layer, h in zip(chosen["layer"], chosen["head"])),
                      chosen["entropy"].mean(), chosen["max_weight"].mean()))
     return pd.DataFrame(rows, columns=["group", "n", "heads", "entropy", "max_weight"])
 

@@ -519,7 +519,8 @@ def on_subset(scores: HeadScores, keep: np.ndarray, relations: Sequence[str]) ->
     rows = []
     for relation in relations:
         chosen, best = best_head(scores, relation), best_head(kept, relation)
-        rows.append((relation, int(scores.mask(relation).sum()), kept.mask(relation).sum() / scores.mask(relation).sum(),
+        n = scores.mask(relation).sum()
+        rows.append((relation, int(n), kept.mask(relation).sum() / n,
                      head_label(*chosen[:2]), head_outcomes(scores, relation, *chosen).mean(),
                      head_outcomes(kept, relation, *chosen).mean(), head_label(*best[:2]),
                      head_outcomes(kept, relation, *best).mean(),

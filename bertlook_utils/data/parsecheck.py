@@ -4,8 +4,8 @@
     arcs = load_judgements()                                 # data/parsecheck/arcs.csv: the sample + judgements
     precision_table(arcs)                                    # one row per relation + "all checked"
 
-    python tools/parsecheck_sample.py            # (re)write the sample, keeping the judgements already made
-    python tools/parsecheck_sample.py --check    # fail unless the stored sample is what the code draws
+    python -m tools.parsecheck_sample            # (re)write the sample, keeping the judgements already made
+    python -m tools.parsecheck_sample --check    # fail unless the stored sample is what the code draws
 
 The arcs are drawn from the sentences notebook 04 scores (`parses.parsed_sentences(2000, 0)`), up to
 `PER_RELATION` of each relation of Clark et al.'s Table 1 (spaCy's names: `nn` is `compound`). Each arc was
@@ -108,7 +108,7 @@ def write_sample(arcs: Sequence[Arc], path: Path | str = DEFAULT_PATH) -> int:
 
 def _read_rows(path: Path) -> list[dict[str, str]]:
     if not path.exists():
-        raise FileNotFoundError(f"no parse-check file at {path}: run `python tools/parsecheck_sample.py` "
+        raise FileNotFoundError(f"no parse-check file at {path}: run `python -m tools.parsecheck_sample` "
                                 "to draw the sample, then judge it (data/parsecheck/README.md)")
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)

@@ -148,6 +148,35 @@ def concatenate(results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {key: np.concatenate([r[key] for r in results]) for key in results[0]}
 
 
+class RowReducer(Reducer):
+    """A reducer whose result holds one row per input (or per item of an input): `update` hands each batch's
+    rows to `add`, `result()` puts them one after the other, and so does `merge` for blocks; `load` keeps the
+    result as `arrays`. `fresh()` shares the settings (a model, say: never copied) and holds no rows."""
+
+    def __init__(self):
+        self.parts: dict[str, list[np.ndarray]] = {}
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def add(self, **rows: np.ndarray) -> None:
+        """One batch's rows: name -> [rows, ...]."""
+        for key, value in rows.items():
+            self.parts.setdefault(key, []).append(value)
+
+    def result(self) -> dict[str, np.ndarray]:
+        """The rows added so far, one after the other; after `load`, the loaded arrays."""
+        return {key: np.concatenate(parts) for key, parts in self.parts.items()} if self.parts else self.arrays
+
+    merge = staticmethod(concatenate)
+
+    def load(self, result: dict[str, np.ndarray]) -> None:
+        self.arrays = result
+
+    def fresh(self) -> "RowReducer":
+        new = copy.copy(self)
+        new.parts, new.arrays = {}, {}
+        return new
+
+
 class KeepExamples(Reducer):
     """Keeps the full maps of the first `k` inputs, for figures: `.examples` is a list of `Encoded`."""
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import HTML
 
-from ..present.compare import styled
+from ..present.tables import styled
 from ..present.viz import PALETTE
 
 SOURCES = {"paper": ("paper", PALETTE["paper"]), "run": ("this run", PALETTE["run"]),

@@ -3,36 +3,40 @@
 `table(rows)` is the one layout — quantity · paper · this run · what differs — and each function below feeds
 it from an analysis result and the paper's numbers (`paper`, where each is typed once):
 
-    surface(result)            Clark et al. §3, Fig 1-2 (notebook 01)      entropy(result)   §3.3, Fig 4 (03)
-    sep_noop(grad, ablation)   §3.2, Fig 3 (02)                            table1(heads, baseline)   Table 1 (04)
-    table2(result)             Table 2 (05), beside coref_readings(result) table3(results), table3_gaps(results)  (06)
-                               and coref_learned(result)
-    clustering(result, ...)    §6, Fig 6 (07)                              dark_secrets_patterns(...)  Kovaleva §4.1, §4.3 (08)
-                                                                           dark_secrets_heads(...)  §4.2, §4.4-4.6 (09)
-                                                                           beyond_attention(...)  later work (10)
+    surface(result)                        Clark et al. §3, Fig 1-2 (notebook 01)
+    sep_noop(grad, ablation)               §3.2, Fig 3 (02)
+    entropy(result)                        §3.3, Fig 4 (03)
+    table1(heads, baseline)                Table 1 (04)
+    table2(result)                         Table 2 (05), beside coref_readings(result) and coref_learned(result)
+    table3(results), table3_gaps(results)  (06)
+    clustering(result, ...)                §6, Fig 6 (07)
+    dark_secrets_patterns(...)             Kovaleva §4.1, §4.3 (08)
+    dark_secrets_heads(...)                §4.2, §4.4-4.6 (09)
+    beyond_attention(...)                  later work (10)
 
-Numbers are formatted here, rounded as the notebooks print them; the analyses return unrounded data.
-`show(frame)` displays any result table as styled HTML (pandas Styler) with a plain-text form, which is what
-nbval compares; `styled(frame, uid)` is that HTML, also used by the slides' tables (`talk.table`).
+Numbers are formatted here, rounded as the notebooks print them; the analyses return unrounded data. Results are
+looked up by their ids (`coref.System`, `probes.Model`, `finetune.Score`), never by the labels they show.
+`tables.show` displays the tables (also as `compare.show`).
 """
 from __future__ import annotations
 
-import zlib
-from html import escape
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import paper
+from .tables import show as show  # the notebooks and the student copies already handed out call compare.show(...)
 from ..analyses.clustering import BEHAVIOUR_NAMES, BEHAVIOURS, ClusterResult, compare as compare_maps
 from ..core.conventions import by_depth, head_label
-from ..analyses.coref import COLUMNS as MENTION_TYPES, COMBINED, READINGS as COREF_READINGS, CorefResult, best_head_label
+from ..analyses.coref import (COLUMNS as MENTION_TYPES, READINGS as COREF_READINGS, CorefResult, Reading, System,
+                              best_head_label)
 from ..analyses.disabling import HeldOut
-from ..analyses.finetune import SCORE_COLUMNS
+from ..analyses.finetune import Score
 from ..analyses.gradients import MIN_DISTANCE, AblationResult, GradientResult
 from ..analyses.norms import NormResult
-from ..analyses.probes import ProbeResults
+from ..analyses.probes import Model, ProbeResults
 from ..analyses.relations import RelationScores
 from ..analyses.surface import BROAD_ENTROPY, SurfaceResult, broad_heads
 from ..analyses.tokentypes import TYPES as TOKEN_TYPES
@@ -53,53 +57,10 @@ def table(rows: Iterable[Sequence[str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-COLUMN_STYLES = {"paper": {"color": "#555"}, "this run": {"font-weight": "600"},
-                 "what differs": {"font-size": "0.85em", "color": "#444", "min-width": "16em", "max-width": "30em"}}
-
-
-def styled(frame: pd.DataFrame, uid: str, precision: int = 1, nowrap: bool = False) -> str:
-    """The HTML of a result table (pandas Styler): no index, left-aligned, cells and headers HTML-escaped,
-    numbers with `precision` decimals and missing ones as "–"; "paper" in grey, "this run" in bold, "what
-    differs" small and wrapped. `uid` fixes the HTML ids, so that a re-run writes the same page."""
-    styler = (frame.style.set_uuid(uid).hide(axis="index")
-              .format(precision=precision, na_rep="–", escape="html").format_index(escape="html", axis=1)
-              .set_table_styles([{"selector": "th, td", "props": "text-align: left; vertical-align: top; padding: 0.2em 0.6em;"
-                                  + (" white-space: nowrap;" if nowrap else "")},
-                                 {"selector": "thead th", "props": "border-bottom: 1px solid #999;"}]))
-    for column, props in COLUMN_STYLES.items():
-        if column in frame.columns:
-            styler = styler.set_properties(subset=[column], **props)
-    return styler.to_html()
-
-
-class Shown:
-    """A result table on display: styled HTML in Jupyter and exported pages, its plain text (`repr`, what nbval
-    compares) anywhere else."""
-
-    def __init__(self, frame: pd.DataFrame, caption: str = "", precision: int = 1):
-        self.frame, self.caption, self.precision = frame, caption, precision
-
-    def _repr_html_(self) -> str:
-        uid = f"t{zlib.crc32((self.caption + self.frame.to_string()).encode())}"
-        caption = f"<p style=\"margin: 0.2em 0\"><b>{escape(self.caption)}</b></p>" if self.caption else ""
-        return caption + styled(self.frame, uid, self.precision)
-
-    def __repr__(self) -> str:
-        text = self.frame.to_string(index=False)
-        return f"{self.caption}\n{text}" if self.caption else text
-
-
-def show(frame: pd.DataFrame, caption: str = "", precision: int = 1) -> Shown:
-    """Display a result table (e.g. `compare.table1(...)`) as styled HTML with a plain-text form."""
-    if not isinstance(frame, pd.DataFrame):
-        raise ValueError(f"show takes a DataFrame, not {type(frame).__name__}")
-    return Shown(frame, caption, precision)
-
-
 def _heads(stats: pd.DataFrame, mask: pd.Series, limit: int = 12) -> str:
     """Labels of the chosen heads, the first `limit` of them and how many more."""
     chosen = stats[mask]
-    labels = [head_label(l, h) for l, h in zip(chosen["layer"], chosen["head"])]
+    labels = [head_label(layer, h) for layer, h in zip(chosen["layer"], chosen["head"])]
     more = f", … ({len(labels) - limit} more)" if len(labels) > limit else ""
     return ", ".join(labels[:limit]) + more or "none"
 
@@ -283,7 +244,7 @@ def table1(heads: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
     return table(rows)
 
 
-TABLE2_READINGS = ("mention heads", "earlier words")  # the head rows of Table 2; "all words" in coref_readings
+TABLE2_READINGS = (Reading.MENTION_HEADS, Reading.EARLIER_WORDS)  # the head rows of Table 2; all in coref_readings
 
 
 def _coref_heads(result: CorefResult) -> dict[str, tuple[str, str]]:
@@ -292,7 +253,7 @@ def _coref_heads(result: CorefResult) -> dict[str, tuple[str, str]]:
     rows = {}
     for reading in TABLE2_READINGS:
         layer, head = (int(best.loc[reading, c]) for c in ("layer", "head"))
-        name = "BERT head 5-4" + ("" if reading == "mention heads" else f", argmax over {reading}")
+        name = paper.TABLE2_HEAD + ("" if reading == Reading.MENTION_HEADS else f", argmax over {reading}")
         rows[name] = (best_head_label((layer, head), reading), f"this run: {head_label(layer, head)}, chosen on the "
                       f"selection half; argmax over {COREF_READINGS[reading]}")
     return rows
@@ -314,7 +275,7 @@ def table2(result: CorefResult) -> pd.DataFrame:
             rows.append((record.system, theirs, "not run (no neural coreference system here)",
                          "a trained coreference model on CoNLL-2012"))
             continue
-        pairs = ([(name, *heads[name]) for name in heads] if record.system == "BERT head 5-4"
+        pairs = ([(name, *heads[name]) for name in heads] if record.system == paper.TABLE2_HEAD
                  else [(record.system, record.system, "")])
         for quantity, mine, differs in pairs:
             measured = " · ".join(f"{t} {100 * ours[(mine, t)].accuracy:.1f} [{100 * ours[(mine, t)].low:.0f}–"
@@ -339,22 +300,19 @@ def coref_learned(result: CorefResult) -> pd.DataFrame:
     percents: the trained read-out's first decimal depends on the CPU's floating point (87.4 on one machine,
     87.5 on another)."""
     ours = {(r.system, r.type): r for r in result.table.itertuples(index=False)}
-    systems = {COMBINED: "logistic regression on every head's log attention (trained on the selection half)",
+    systems = {System.COMBINED: "logistic regression on every head's log attention (trained on the selection half)",
                best_head_label(result.best): "one head, no training",
-               "rule-based (sieves)": "rules with a gender / number / animacy lexicon"}
-    return pd.DataFrame([{"system": name, **{t: f"{100 * ours[(name, t)].accuracy:.0f} [{100 * ours[(name, t)].low:.0f}–"
-                                                 f"{100 * ours[(name, t)].high:.0f}]" for t in MENTION_TYPES},
+               System.SIEVE: "rules with a gender / number / animacy lexicon"}
+    return pd.DataFrame([{"system": name,
+                          **{t: f"{100 * ours[(name, t)].accuracy:.0f} [{100 * ours[(name, t)].low:.0f}–"
+                                f"{100 * ours[(name, t)].high:.0f}]" for t in MENTION_TYPES},
                           "what it is": note} for name, note in systems.items()])
 
 
-TABLE3_ROWS = {  # the paper's row -> (this run's model, what differs)
-    "structural probe (UUAS, not comparable)": (None, "not trained here"),
-    "right-branching": ("right-branching", ""),
-    "distances + GloVe": ("distances + vectors", "spaCy md's 300-d vectors for GloVe; the kit's own network"),
-    "random-init attention + GloVe": ("random-init attention + vectors", "spaCy md's 300-d vectors for GloVe"),
-    "attention only": ("attention only", ""),
-    "attention + GloVe": ("attention + vectors", "spaCy md's 300-d vectors for GloVe"),
-}
+VECTORS_FOR_GLOVE = "spaCy md's 300-d vectors for GloVe"
+TABLE3_DIFFERS = {  # the row of this run that stands for a paper's row (`paper.TABLE3.ours`) -> what differs
+    None: "not trained here", Model.DISTANCES: f"{VECTORS_FOR_GLOVE}; the kit's own network",
+    Model.RANDOM_ATTENTION_VECTORS: VECTORS_FOR_GLOVE, Model.ATTENTION_VECTORS: VECTORS_FOR_GLOVE}
 
 
 def _uas(results: ProbeResults, model: str) -> str:
@@ -364,31 +322,30 @@ def _uas(results: ProbeResults, model: str) -> str:
 
 def table3(results: ProbeResults) -> pd.DataFrame:
     """Clark et al.'s Table 3 beside this run's held-out UAS (%, punctuation excluded; argmax, and from the
-    maximum spanning tree), the paper's rows first, then the rows only this run has."""
+    maximum spanning tree), the paper's rows first (each beside its `ours`), then the rows only this run has."""
     rows = []
-    for model, uas in zip(paper.TABLE3["model"], paper.TABLE3["uas"]):
-        mine, differs = TABLE3_ROWS[model]
-        rows.append((model, f"{uas:.0f}", "–" if mine is None else _uas(results, mine),
-                     "; ".join(d for d in (f"this run: {mine}" if mine not in (None, model) else "", differs) if d)))
-    shown = {mine for mine, _ in TABLE3_ROWS.values()}
+    for row in paper.TABLE3.itertuples():
+        mine = None if pd.isna(row.ours) else row.ours
+        rows.append((row.model, f"{row.uas:.0f}", "–" if mine is None else _uas(results, mine),
+                     "; ".join(d for d in (f"this run: {mine}" if mine not in (None, row.model) else "",
+                                           TABLE3_DIFFERS.get(mine, "")) if d)))
     rows += [(model, "–", _uas(results, model), "not in the paper")
-             for model in results.table["model"] if model not in shown]
+             for model in results.table["model"] if model not in set(paper.TABLE3["ours"])]
     return table(rows)
 
 
-TABLE3_GAPS = (("attention only", "right-branching"), ("attention only", "distances + vectors"),
-               ("attention + vectors", "attention only"), ("attention + vectors", "distances + vectors"),
-               ("attention + vectors", "random-init attention + vectors"))
+TABLE3_GAPS = ((Model.ATTENTION, Model.RIGHT_BRANCHING), (Model.ATTENTION, Model.DISTANCES),
+               (Model.ATTENTION_VECTORS, Model.ATTENTION), (Model.ATTENTION_VECTORS, Model.DISTANCES),
+               (Model.ATTENTION_VECTORS, Model.RANDOM_ATTENTION_VECTORS))
 
 
 def table3_gaps(results: ProbeResults) -> pd.DataFrame:
     """The paper's claims as differences of UAS points (argmax): what attention adds over the baselines, and
     what pre-training adds over random weights."""
-    reported = dict(zip(paper.TABLE3["model"], paper.TABLE3["uas"]))
-    paper_row = {mine: model for model, (mine, _) in TABLE3_ROWS.items()}
+    reported = dict(zip(paper.TABLE3["ours"], paper.TABLE3["uas"]))
     uas = dict(zip(results.table["model"], results.table["uas_argmax"]))
-    return table((f"{a} - {b} (UAS points)", f"{reported[paper_row[a]] - reported[paper_row[b]]:+.1f}",
-                  f"{uas[a] - uas[b]:+.1f}", "") for a, b in TABLE3_GAPS)
+    return table((f"{a} - {b} (UAS points)", f"{reported[a] - reported[b]:+.1f}", f"{uas[a] - uas[b]:+.1f}", "")
+                 for a, b in TABLE3_GAPS)
 
 
 def _p(value: float, n_permutations: int) -> str:
@@ -413,9 +370,11 @@ def clustering(result: ClusterResult, second: ClusterResult | None = None, secon
     rows = [
         ("heads of the same layer are close", claims["same_layer"], measured(layers),
          f"permutation test, {n_permutations} relabellings"),
-        ("… without the broad heads", claims["same_layer"], measured(tests["layers without broad heads"], "too few heads left in one layer"),
+        ("… without the broad heads", claims["same_layer"],
+         measured(tests["layers without broad heads"], "too few heads left in one layer"),
          f"{int(counts.get('broad', 0))} broad heads (entropy > 3.8 nats) left out"),
-        ("… within behaviours", claims["same_layer"], measured(tests["layers within behaviours"], "too few heads left in one layer"),
+        ("… within behaviours", claims["same_layer"],
+         measured(tests["layers within behaviours"], "too few heads left in one layer"),
          "layers shuffled within each behaviour; pairs of one behaviour only"),
         ("heads by behaviour", ", ".join(claims["behaviour_clusters"]), found, claims["thresholds"]),
         ("heads of the same behaviour are close", claims["behaviour_close"], measured(behaviours),
@@ -436,27 +395,37 @@ def _per_task(values: Mapping[str, str]) -> str:
     return "; ".join(f"{v} ({task})" for task, v in values.items())
 
 
-def dark_secrets_patterns(cv_table: pd.DataFrame | None, n_labels: int, shares: Mapping[str, pd.DataFrame],
-                          similarity: Mapping[str, np.ndarray], scores: pd.DataFrame) -> pd.DataFrame:
+@dataclass(frozen=True)
+class HandLabels:
+    """What the hand labels of the default model's maps measure (notebook 08). macro_f1: per classifier (its name
+    as the table shows it), the cross-validated macro-F1 over the paper's five kinds; self_agreement: the share of
+    maps the labeller gave the same label on a second look; n_maps: the labelled maps; shares: the long frame (task,
+    model, kind, share, low, high) of the labels' own shares (`patterns.label_shares`, Wilson 95 % intervals)."""
+
+    macro_f1: pd.Series
+    self_agreement: float
+    n_maps: int
+    shares: pd.DataFrame
+
+
+def dark_secrets_patterns(shares: Mapping[str, pd.DataFrame], similarity: Mapping[str, np.ndarray],
+                          scores: pd.DataFrame, labels: HandLabels | None = None) -> pd.DataFrame:
     """Kovaleva et al. §4.1 and §4.3 beside this run (notebook 08).
 
-    cv_table: per classifier (rows), cross-validated `accuracy`, `macro-F1` and `macro-F1, five kinds`, with a row
-    "labeller, second look (64 maps)" (None when the labels could not be scored: another model than the one they
-    describe); shares: estimate name ("rules (...)", "learned (...)", "labels (Wilson 95 %)") -> long frame (task,
-    model, kind, share, low, high) of shares over all maps; similarity: task -> cosine [L, H] of the maps
-    before and after fine-tuning; scores: `finetune.task_scores`."""
+    shares: classifier (its name as the table shows it) -> long frame (task, model: "pre-trained" | "fine-tuned",
+    kind, share, low, high) of its shares over all maps; similarity: task -> cosine [L, H] of the maps before and
+    after fine-tuning; scores: `finetune.task_scores`; labels: what the hand labels measure, None when they cannot
+    be scored (another model than the one they describe)."""
     ds = paper.DARK_SECRETS
     tasks = "the kit's tasks, not GLUE"
-    if cv_table is None:
+    if labels is None:
         agreement = "not measured (the hand labels describe the default model's maps)"
     else:
-        models = cv_table.drop(index=[i for i in cv_table.index if i.startswith("labeller")])
-        best = models["macro-F1, five kinds"].idxmax()
-        labeller = cv_table.loc[[i for i in cv_table.index if i.startswith("labeller")][0]]
-        agreement = (f"macro-F1 {models.loc[best, 'macro-F1, five kinds']:.2f} ({best}; "
-                     + ", ".join(f"{name} {row['macro-F1, five kinds']:.2f}" for name, row in models.drop(best).iterrows())
-                     + f"), {n_labels} maps, cross-validated; the labeller agrees with himself on "
-                       f"{labeller['accuracy']:.0%}")
+        best = labels.macro_f1.idxmax()
+        agreement = (f"macro-F1 {labels.macro_f1[best]:.2f} ({best}; "
+                     + ", ".join(f"{name} {f1:.2f}" for name, f1 in labels.macro_f1.drop(best).items())
+                     + f"), {labels.n_maps} maps, cross-validated; the labeller agrees with himself on "
+                       f"{labels.self_agreement:.0%}")
 
     order = list(dict.fromkeys(next(iter(shares.values()))["task"]))
 
@@ -467,23 +436,22 @@ def dark_secrets_patterns(cv_table: pd.DataFrame | None, n_labels: int, shares: 
         return {task: f"{summed[task]:.0%}" for task in order if task in summed}
 
     low, high = ds["heterogeneous_share"]
-    classifiers = [name for name in shares if name != "labels (Wilson 95 %)"]
     changed = {task: "layers " + ", ".join(str(int(i) + 1) for i in sorted(np.argsort(sim.mean(1))[:2]))
                for task, sim in similarity.items()}
-    _, untrained, _, mean_pooled, tuned = SCORE_COLUMNS
-    gain = 100 * (scores[tuned] - scores[untrained])
-    over_frozen = {task: f"{100 * (row[tuned] - row[mean_pooled]):+.1f} points" for task, row in scores.iterrows()}
+    gain = 100 * (scores[Score.FINE_TUNED] - scores[Score.UNTRAINED])
+    over_frozen = {task: f"{100 * (row[Score.FINE_TUNED] - row[Score.FROZEN_MEAN]):+.1f} points"
+                   for task, row in scores.iterrows()}
     rows = [
         ("classifier vs hand labels", f"F1 {ds['classifier_f1']:.2f} (CNN, ~{ds['labelled_maps']} maps)", agreement,
          "three classifiers (transparent rules, boosted trees, a CNN); the kit's own labels, one labeller"),
         ("heterogeneous share (fine-tuned)", f"{low:.0%} ({ds['heterogeneous_tasks'][0]}) to {high:.0%} "
-         f"({ds['heterogeneous_tasks'][1]})", "; ".join(f"{name.split(' (')[0]}: {_per_task(heterogeneous(shares[name]))}"
-                                                     for name in classifiers),
+         f"({ds['heterogeneous_tasks'][1]})", "; ".join(f"{name}: {_per_task(heterogeneous(frame))}"
+                                                     for name, frame in shares.items()),
          f"{tasks}; broad maps counted as heterogeneous, as in the paper"),
     ]
-    if "labels (Wilson 95 %)" in shares:
+    if labels is not None:
         rows.append(("heterogeneous share (fine-tuned), from the labels", "not reported",
-                     _per_task(heterogeneous(shares["labels (Wilson 95 %)"])), "60 random maps per task (30 sentiment)"))
+                     _per_task(heterogeneous(labels.shares)), "60 random maps per task (30 sentiment)"))
     rows += [
         ("fine-tuned vs pre-trained (no task training)", f"{ds['finetuned_vs_pretrained_gain']:+.1f} points (average)",
          f"{gain.mean():+.1f} points (average); " + _per_task({t: f"{g:+.1f}" for t, g in gain.items()}),
@@ -521,8 +489,9 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
         reads[task] = f"{after.idxmax()} {after.max():.2f}, [SEP] {after['[SEP]']:.2f}"
     main = stripes[stripes["threshold"] == 0.2]
     picks = {task: f"{r.picks.loc['best head', 'label']} {100 * r.picks.loc['best head', 'selection']:+.1f} -> "
-                   f"{100 * r.picks.loc['best head', 'evaluation']:+.1f} [{100 * r.picks.loc['best head', 'low']:+.1f}, "
-                   f"{100 * r.picks.loc['best head', 'high']:+.1f}]" for task, r in held.items()}
+                   f"{100 * r.picks.loc['best head', 'evaluation']:+.1f} "
+                   f"[{100 * r.picks.loc['best head', 'low']:+.1f}, {100 * r.picks.loc['best head', 'high']:+.1f}]"
+             for task, r in held.items()}
     layers = {task: f"{r.picks.loc['best layer', 'label']} {100 * r.picks.loc['best layer', 'evaluation']:+.1f} "
                     f"[{100 * r.picks.loc['best layer', 'low']:+.1f}, {100 * r.picks.loc['best layer', 'high']:+.1f}]"
               for task, r in held.items()}
@@ -531,7 +500,8 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
     g_low, g_high = ds["head_disabling_gain"]
     return table([
         ("relation-specific heads (§4.2)", f"{ds['framenet_heads_above']} of 144 heads above the 99th percentile "
-         f"(scores {ds['framenet_scores'][0]}, {ds['framenet_scores'][1]}; {ds['framenet_sentences']} FrameNet sentences)",
+         f"(scores {ds['framenet_scores'][0]}, {ds['framenet_scores'][1]}; "
+         f"{ds['framenet_sentences']} FrameNet sentences)",
          "; ".join(relation(null) for null in relation_scores),
          "a silver predicate-argument proxy from spaCy's parses, not FrameNet; two nulls"),
         ("[CLS] and [SEP] after fine-tuning (§4.5)", ds["special_after_finetuning"], _per_task(sink),
@@ -539,14 +509,16 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
         ("what [CLS] attends to in the last layer (§4.5)", ds["cls_last_layer"], _per_task(reads),
          f"{tasks}; token types from silver parses"),
         ("where vertical stripes fall (§4.4)", ds["stripes_from"],
-         f"special tokens or punctuation {100 * main['special or punct.'].min():.0f}-{100 * main['special or punct.'].max():.0f} % "
+         f"special tokens or punctuation {100 * main['special or punct.'].min():.0f}-"
+         f"{100 * main['special or punct.'].max():.0f} % "
          f"of stripes, linguistic types {100 * main['linguistic'].min():.0f}-{100 * main['linguistic'].max():.0f} %",
          "a stripe: a column with at least 0.2 of every row's attention on average (not the paper's classifier)"),
         ("best single-head disabling (§4.6)", f"{g_low:+.1f} ({ds['head_disabling_tasks'][0]}) to {g_high:+.1f} "
          f"({ds['head_disabling_tasks'][1]}) points, every task",
          "chosen on one half -> scored on the other [95 %]: " + _per_task(picks),
          "the paper chose and scored on the same inputs; 96 inputs per half"),
-        ("best layer disabling (§4.6)", f"layer 1 on {ds['layer_disabling_task']}: {ds['layer_disabling_gain']:+.1f} points",
+        ("best layer disabling (§4.6)",
+         f"layer 1 on {ds['layer_disabling_task']}: {ds['layer_disabling_gain']:+.1f} points",
          "held out: " + _per_task(layers), "the paper chose and scored on the same inputs"),
         ("best head over fine-tuning seeds", "one seed", f"{task}, {len(seeds)} seeds: held-out change "
          + ", ".join(f"{v:+.1f}" for v in over_seeds) + " points", "the chosen head differs between seeds"),
@@ -581,8 +553,8 @@ def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads:
                 if "vertical" in set(frame["kind"])}
     return table([
         (f"weight vs norm ({paper.KOBAYASHI})", later["norms"],
-         f"[CLS] by weight {table_[('by weight', 'cls')].min():.2f}-{table_[('by weight', 'cls')].max():.2f} per layer, "
-         f"by norm {table_[('by norm', 'cls')].min():.3f}-{table_[('by norm', 'cls')].max():.3f}",
+         f"[CLS] by weight {table_[('by weight', 'cls')].min():.2f}-{table_[('by weight', 'cls')].max():.2f} "
+         f"per layer, by norm {table_[('by norm', 'cls')].min():.3f}-{table_[('by norm', 'cls')].max():.3f}",
          "this model's sink is [CLS]; Wikipedia segments as Clark et al.'s"),
         (f"context mixing ({paper.KOBAYASHI_2021})", later["mixing"],
          f"share from other tokens: by weight {mixing['weight'].min():.2f}-{mixing['weight'].max():.2f}, with residual "
@@ -595,7 +567,8 @@ def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads:
          f"Spearman with leave-one-out, last layer: attention {last['attention']:.2f}, rollout {last['rollout']:.2f}, "
          f"flow {last['flow']:.2f}, gradient x input {last['grad_x_input']:.2f}; raw attention best in layer "
          f"{int(best_raw.idxmax())} ({best_raw.max():.2f})",
-         f"{int(correlations['layer'].max())} layers, fine-tuned for the kit's sentiment task; leave-one-out removes a word"),
+         f"{int(correlations['layer'].max())} layers, fine-tuned for the kit's sentiment task; "
+         "leave-one-out removes a word"),
         (f"pruning by importance ({paper.MICHEL}; {paper.BUDHRAJA})", f"{later['pruning']}; {later['random_pruning']}",
          "half the heads removed: " + _per_task({task: at_half(frame) for task, frame in curves.items()}),
          "importance on one half of the test inputs, accuracy on the other"),

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..analyses.coref import System
+from ..analyses.probes import Model
+
 CLARK = "Clark et al. 2019"
 KOVALEVA = "Kovaleva et al. 2019"
 PAPER_MODEL = "BERT-base (12 layers x 12 heads)"
@@ -53,22 +56,25 @@ TABLE1 = pd.DataFrame(
     columns=["relation", "head", "accuracy", "baseline", "offset", "direction"])
 SD_TO_SPACY = {"nn": "compound"}  # Stanford Dependencies (Clark et al.) -> spaCy's ClearNLP labels
 
-# Table 2: coreference antecedent selection accuracy %, head 5-4. The neural row is Wiseman et al. (2015)'s
-# system, as cited in Clark et al.'s Table 2. How the head's argmax was restricted is not stated (their
-# coreference code was never released).
+# Table 2: coreference antecedent selection accuracy %, head 5-4. The baselines' rows are the kit's baselines
+# (`coref.System`, the same names). The neural row is Wiseman et al. (2015)'s system, as cited in Clark et al.'s
+# Table 2. How the head's argmax was restricted is not stated (their coreference code was never released).
 TABLE2_NEURAL_CITATION = "Wiseman et al. (2015)"
 TABLE2_NEURAL = "neural coref, Wiseman et al. 2015 (not comparable)"
+COREF_HEAD = "5-4"  # the paper's best coreference head
+TABLE2_HEAD = f"BERT head {COREF_HEAD}"
 TABLE2 = pd.DataFrame(
-    [("nearest mention", 27, 29, 29, 19), ("head-word match", 52, 47, 67, 40),
-     ("rule-based (sieves)", 69, 70, 77, 60), (TABLE2_NEURAL, 83, None, None, None),
-     ("BERT head 5-4", 65, 64, 73, 58)],
+    [(System.NEAREST, 27, 29, 29, 19), (System.HEAD_WORD, 52, 47, 67, 40), (System.SIEVE, 69, 70, 77, 60),
+     (TABLE2_NEURAL, 83, None, None, None), (TABLE2_HEAD, 65, 64, 73, 58)],
     columns=["system", "all", "pronoun", "proper", "nominal"])
 
-# Table 3: attention probes, UAS % excluding punctuation
+# Table 3: attention probes, UAS % excluding punctuation; `ours`: the row of this run's Table 3 (`probes.Model`)
+# that stands for it, where one does (spaCy md's vectors for GloVe)
 TABLE3 = pd.DataFrame(
-    [("structural probe (UUAS, not comparable)", 80), ("right-branching", 26), ("distances + GloVe", 58),
-     ("random-init attention + GloVe", 30), ("attention only", 61), ("attention + GloVe", 77)],
-    columns=["model", "uas"])
+    [("structural probe (UUAS, not comparable)", 80, None), ("right-branching", 26, Model.RIGHT_BRANCHING),
+     ("distances + GloVe", 58, Model.DISTANCES), ("random-init attention + GloVe", 30, Model.RANDOM_ATTENTION_VECTORS),
+     ("attention only", 61, Model.ATTENTION), ("attention + GloVe", 77, Model.ATTENTION_VECTORS)],
+    columns=["model", "uas", "ours"])
 
 # Kovaleva et al. 2019
 DARK_SECRETS = {
@@ -83,7 +89,8 @@ DARK_SECRETS = {
     "finetuned_vs_pretrained_gain": 35.9,  # points, average over tasks, against pre-trained BERT with no task training
     "layer_disabling_gain": 3.2,  # points: disabling layer 1 on RTE
     "layer_disabling_task": "RTE",
-    # §4.2: FrameNet, 473 sentences of <= 12 tokens, frame elements <= 3 tokens; 2 of 144 heads above the 99th percentile
+    # §4.2: FrameNet, 473 sentences of <= 12 tokens, frame elements <= 3 tokens;
+    # 2 of 144 heads above the 99th percentile
     "framenet_sentences": 473,
     "framenet_scores": (0.201, 0.209),
     "framenet_heads_above": 2,

@@ -45,7 +45,8 @@ def markdown(table: pd.DataFrame) -> str:
     """A DataFrame as a GitHub markdown table (no extra dependency)."""
     header = "| " + " | ".join(table.columns) + " |"
     rule = "|" + "|".join("---" for _ in table.columns) + "|"
-    body = ["| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    body = ["| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |"
+            for row in table.itertuples(index=False)]
     return "\n".join([header, rule, *body])
 
 

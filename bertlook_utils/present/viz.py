@@ -7,6 +7,7 @@ the papers, built on them, are in `figures`; BertViz's views in `views`.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -223,8 +224,6 @@ def save(drawn, path, dpi: int = 200) -> Path:
     """Save a figure for a paper or a slide: `drawn` is what a figure function returns (a Figure, an Axes, or
     an array of Axes); the format comes from the suffix of `path` (.png at `dpi`, .svg, .pdf; text stays text
     in SVG and PDF). Returns the path."""
-    from pathlib import Path
-
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in EXPORT_FORMATS:

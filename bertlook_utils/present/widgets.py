@@ -5,8 +5,9 @@
 encoder, both add a text box for the learner's own text (`A | B` for a pair).
 `gallery_explorer(items)`: maps by group (notebook 08's hand labels); `relation_explorer(scores)`: every
 head's accuracy for a chosen relation (notebook 04); `cluster_explorer(result)`: a head on the MDS map beside
-its attention (notebook 07). Drawing lives in `viz` and `figures`; here controls are only wired to it. Each explorer redraws into an
-`ipywidgets.Output` (its `outputs` are replaced by a PNG, so the saved widget state holds the figure).
+its attention (notebook 07). Drawing lives in `viz` and `figures`; here controls are only wired to it. Each
+explorer redraws into an `ipywidgets.Output` (its `outputs` are replaced by a PNG, so the saved widget state
+holds the figure).
 
 An explorer is displayed as one output holding the live widget and, as a fallback, a PNG of its first view:
 JupyterLab shows only the live widget; a page or book that cannot render widgets shows the PNG.

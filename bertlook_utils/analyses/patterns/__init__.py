@@ -48,6 +48,10 @@ Block comes before vertical because the label conventions call blocks with a [CL
 Labels written without the "broad" kind (data/patterns/README.md, before it existed) count near-uniform maps
 as heterogeneous: against such labels, predictions are compared in the five-way scheme and the broad threshold
 is not fitted (it stays BROAD_DEFAULT).
+
+The kinds and the labels' schemes are `patterns.kinds`; scoring against the labels (macro-F1, folds,
+out-of-fold predictions) is `patterns.evaluation`, which the learned classifiers (`patterns.learn`,
+`patterns.net`) share without depending on these rules.
 """
 from __future__ import annotations
 
@@ -60,12 +64,15 @@ import torch
 
 from ...core.cache import DATA_DIR
 from ...core.conventions import check_attention
-from ...engine.extract import Batch, Reducer, concatenate, reduce
+from ...engine.extract import Batch, RowReducer, reduce
 from ...core.intervals import wilson_interval
 from ...core.models import Encoded, Encoder
+from .evaluation import check_folds, confusion_macro_f1, kind_codes, stratified_folds
+from .kinds import KINDS, label_scheme, to_pattern
+# re-exported: notebook 08 and its student copies, already handed out, call them as patterns.<name>
+from .evaluation import agreement, class_scores, macro_f1  # noqa: F401
+from .kinds import PATTERNS  # noqa: F401
 
-PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
-KINDS = PATTERNS + ("broad",)
 FEATURES = ("stripes", "diagonal", "locality", "entropy")
 # computed beside FEATURES: used by no rule, read by the learned model (`patternlearn`); tools/pattern_sheets.py drew
 # block candidates with `within`
@@ -188,7 +195,7 @@ def _row_features(attn: torch.Tensor, valid: torch.Tensor, special: torch.Tensor
 def sentence_units(tokens: Sequence[str], segment_ids: Sequence[int]) -> list[int]:
     """A unit number per token: a new unit after every SENTENCE_ENDS token and at every new segment."""
     units, current = [], 0
-    for i, (token, segment) in enumerate(zip(tokens, segment_ids)):
+    for i, (_, segment) in enumerate(zip(tokens, segment_ids)):
         if i and (tokens[i - 1] in SENTENCE_ENDS or segment != segment_ids[i - 1]):
             current += 1
         units.append(current)
@@ -224,23 +231,6 @@ def map_features(attn_map: np.ndarray, tokens: Sequence[str], segment_ids: Seque
 
 
 # -- rules ------------------------------------------------------------------------------------------
-def to_pattern(kinds) -> np.ndarray:
-    """Kovaleva's five-way patterns of six-way kinds (any shape): broad -> heterogeneous."""
-    kinds = np.asarray(kinds, dtype=object)
-    return np.where(kinds == "broad", "heterogeneous", kinds).astype(object)
-
-
-def label_scheme(labels: Sequence[str]) -> tuple[str, ...]:
-    """KINDS when the labels use the broad kind, else PATTERNS (labels that count near-uniform maps as
-    heterogeneous)."""
-    return KINDS if "broad" in set(np.asarray(labels, dtype=object).ravel()) else PATTERNS
-
-
-def in_scheme(kinds, scheme: Sequence[str]) -> np.ndarray:
-    """`kinds` as the labels of `scheme` would name them (broad -> heterogeneous in the five-way scheme)."""
-    return np.asarray(kinds, dtype=object) if "broad" in scheme else to_pattern(kinds)
-
-
 def _check_thresholds(t: Mapping[str, float]) -> dict[str, float]:
     missing = sorted(set(GRID) - set(t))
     if missing:
@@ -276,84 +266,7 @@ def classify_map(attn_map: np.ndarray, tokens: Sequence[str], segment_ids: Seque
     return str(to_pattern(map_kind(attn_map, tokens, segment_ids, thresholds, cls_token, sep_token)))
 
 
-# -- agreement with labels ----------------------------------------------------------------------------
-def _confusion_codes(truth: np.ndarray, predicted: np.ndarray, k: int) -> np.ndarray:
-    return np.bincount(truth * k + predicted, minlength=k * k).reshape(k, k)
-
-
-def _macro_f1(confusion: np.ndarray) -> np.ndarray:
-    """Macro-F1 over the classes present in truth or prediction of confusion [..., K, K] -> [...]."""
-    tp = np.diagonal(confusion, axis1=-2, axis2=-1)
-    denominator = confusion.sum(-1) + confusion.sum(-2)
-    present = denominator > 0
-    f1 = np.where(present, 2 * tp / np.maximum(denominator, 1), 0.0)
-    return f1.sum(-1) / np.maximum(present.sum(-1), 1)
-
-
-def _codes(names, kinds: Sequence[str]) -> np.ndarray:
-    names = np.asarray(names, dtype=object)
-    bad = sorted(set(names) - set(kinds))
-    if bad:
-        raise ValueError(f"unknown kinds {bad}; use one of {list(kinds)}")
-    index = {k: i for i, k in enumerate(kinds)}
-    return np.array([index[x] for x in names], dtype=np.int64)
-
-
-def macro_f1(truth: Sequence[str], predicted: Sequence[str], kinds: Sequence[str] = KINDS) -> float:
-    """Mean F1 over the kinds present in `truth` or `predicted`."""
-    k = len(kinds)
-    return float(_macro_f1(_confusion_codes(_codes(truth, kinds), _codes(predicted, kinds), k)))
-
-
-def agreement(truth: Sequence[str], predicted: Sequence[str]) -> tuple[float, float, pd.DataFrame]:
-    """(accuracy, macro-F1, confusion: rows = label, columns = classifier), in the scheme of `truth`
-    (`label_scheme`: predicted broad counts as heterogeneous against five-way labels)."""
-    truth = np.asarray(truth, dtype=object)
-    scheme = label_scheme(truth)
-    predicted = in_scheme(predicted, scheme)
-    if truth.shape != predicted.shape:
-        raise ValueError(f"truth {truth.shape} and predicted {predicted.shape} must have the same length")
-    confusion = pd.crosstab(pd.Categorical(truth, scheme), pd.Categorical(predicted, scheme),
-                            rownames=["label"], colnames=["classifier"], dropna=False)
-    return float(np.mean(truth == predicted)), macro_f1(truth, predicted, scheme), confusion
-
-
-def class_scores(truth: Sequence[str], predicted: Sequence[str]) -> pd.DataFrame:
-    """Per kind of the scheme of `truth`: support (labelled maps), predicted, precision, recall, F1."""
-    _, _, confusion = agreement(truth, predicted)
-    c = confusion.to_numpy()
-    tp, support, called = np.diag(c), c.sum(1), c.sum(0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return pd.DataFrame({"support": support, "predicted": called, "precision": tp / called,
-                             "recall": tp / support, "f1": 2 * tp / (support + called)},
-                            index=pd.Index(confusion.index.astype(str), name="kind"))
-
-
 # -- fitting ------------------------------------------------------------------------------------------
-def stratified_folds(labels: Sequence[str], folds: int = 5, seed: int = 0) -> np.ndarray:
-    """Fold number [N] of every map: each label's maps shuffled (seeded) and dealt round the folds, the deal
-    continuing from one label to the next so the folds' sizes differ by at most one."""
-    labels = np.asarray(labels, dtype=object)
-    if folds < 2 or folds > len(labels):
-        raise ValueError(f"need 2 <= folds <= {len(labels)} (the number of maps); got {folds}")
-    rng = np.random.default_rng(seed)
-    fold_of = np.empty(len(labels), dtype=int)
-    dealt = 0
-    for kind in sorted(set(labels)):
-        members = rng.permutation(np.flatnonzero(labels == kind))
-        fold_of[members] = (dealt + np.arange(len(members))) % folds
-        dealt += len(members)
-    return fold_of
-
-
-def check_folds(fold_of: Sequence[int], n: int, folds: int) -> np.ndarray:
-    """fold_of [n] as an int array, after checking that it numbers every map's fold 0..folds-1, each used."""
-    fold_of = np.asarray(fold_of)
-    if fold_of.shape != (n,) or set(fold_of.tolist()) != set(range(folds)):
-        raise ValueError(f"fold_of must give each of the {n} maps a fold 0..{folds - 1}, every fold used")
-    return fold_of.astype(int)
-
-
 def fit_thresholds(features: pd.DataFrame, labels: Sequence[str], grid: Mapping[str, Sequence[float]] = GRID
                    ) -> dict[str, float]:
     """The grid point whose rules agree best (macro-F1) with `labels`, in the labels' scheme; ties go to the
@@ -371,7 +284,7 @@ def fit_thresholds(features: pd.DataFrame, labels: Sequence[str], grid: Mapping[
     heterogeneous = code["heterogeneous"]
     broad = code["broad"] if "broad" in scheme else heterogeneous
     K = len(KINDS)
-    truth = _codes(labels, scheme)  # [N] (scheme is a prefix of KINDS)
+    truth = kind_codes(labels, scheme)  # [N] (scheme is a prefix of KINDS)
     f = {k: features[k].to_numpy(dtype=float) for k in FEATURES}
     above = lambda name, key: f[name][None, :] >= grid[key][:, None]  # noqa: E731  [values, N]
     # rules 2-5 for every (block, vertical, broad) point, and the two outcomes of rule 1 for every mix_stripes
@@ -389,7 +302,7 @@ def fit_thresholds(features: pd.DataFrame, labels: Sequence[str], grid: Mapping[
         on_mixed = np.bincount(mixed_cells[:, is_diagonal].ravel(), minlength=mixed.shape[0] * K * K)
         on_rest = np.bincount(rest_cells[:, ~is_diagonal].ravel(), minlength=rest.shape[0] * K * K)
         confusion = on_mixed.reshape(-1, 1, K, K) + on_rest.reshape(1, -1, K, K)  # [Nm, Nb * Nv * Nr, K, K]
-        scores = _macro_f1(confusion)
+        scores = confusion_macro_f1(confusion)
         i = int(np.argmax(scores))
         if scores.flat[i] > best_score + 1e-12:
             m, rule = np.unravel_index(i, scores.shape)
@@ -420,24 +333,6 @@ def cross_validate(features: pd.DataFrame, labels: Sequence[str], folds: int = 5
     return result
 
 
-def out_of_fold(labels: Sequence[str], predict_fold, folds: int = 5, seed: int = 0,
-                fold_of: Sequence[int] | None = None, index=None) -> pd.DataFrame:
-    """Out-of-fold predictions of a probabilistic classifier, with the rules' folds (`stratified_folds(labels,
-    folds, seed)`, or `fold_of` [N]). predict_fold(train, test) (bool masks [N]) fits on the train rows and returns
-    the test rows' probabilities [test, len(scheme)] over `label_scheme(labels)`. Returns `label`, `predicted`,
-    `fold` and one probability column per kind (`p_vertical`, ...), on `index`."""
-    labels = np.asarray(labels, dtype=object)
-    fold_of = check_folds(fold_of, len(labels), folds) if fold_of is not None else stratified_folds(labels, folds, seed)
-    scheme = label_scheme(labels)
-    probabilities = np.zeros((len(labels), len(scheme)))
-    for fold in range(folds):
-        train, test = fold_of != fold, fold_of == fold
-        probabilities[test] = predict_fold(train, test)
-    result = pd.DataFrame({"label": labels, "predicted": np.asarray(scheme, dtype=object)[probabilities.argmax(1)],
-                           "fold": fold_of}, index=index)
-    return result.join(pd.DataFrame(probabilities, columns=[f"p_{k}" for k in scheme], index=result.index))
-
-
 def bootstrap_thresholds(features: pd.DataFrame, labels: Sequence[str], n_boot: int = 100, seed: int = 0,
                          grid: Mapping[str, Sequence[float]] = GRID) -> list[dict[str, float]]:
     """Thresholds refitted on `n_boot` bootstrap resamples of the labelled maps (seeded): how far the fit moves
@@ -452,29 +347,16 @@ def bootstrap_thresholds(features: pd.DataFrame, labels: Sequence[str], n_boot: 
 
 
 # -- over many inputs -------------------------------------------------------------------------------
-class PatternFeatures(Reducer):
+class PatternFeatures(RowReducer):
     """The FEATURES (and EXTRA) of every head's map for every input, to classify later with any thresholds:
-    `features` name -> [N inputs, L, H]."""
+    `arrays` name -> [N inputs, L, H]."""
 
     name = "pattern-features"
-
-    def __init__(self):
-        self.features: dict[str, np.ndarray] = {}
-        self._parts: list[dict[str, np.ndarray]] = []
 
     def update(self, batch: Batch) -> None:
         feats = batch_features(batch.attn, batch.valid, batch.sinks, batch.segment,
                                _units(batch.inputs, batch.valid.shape[1]))
-        self._parts.append({k: v.numpy() for k, v in feats.items()})
-
-    def result(self) -> dict[str, np.ndarray]:
-        return concatenate(self._parts) if self._parts else self.features
-
-    def merge(self, results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-        return concatenate(results)
-
-    def load(self, result: dict[str, np.ndarray]) -> None:
-        self.features = {k: result[k] for k in FEATURES + EXTRA}
+        self.add(**{k: v.numpy() for k, v in feats.items()})
 
 
 def head_features(encoder: Encoder, items: Sequence, batch_size: int = 32, progress: bool = True,
@@ -483,7 +365,7 @@ def head_features(encoder: Encoder, items: Sequence, batch_size: int = 32, progr
     streaming pass (`extract.reduce`; reduce_options such as cache_dir go to it)."""
     reducer = reduce(encoder, list(items), [PatternFeatures()], batch_size=batch_size, progress=progress,
                      desc=f"pattern features of {encoder.name}", **reduce_options)[0]
-    return reducer.features
+    return reducer.arrays
 
 
 def classify_with(features: Mapping[str, np.ndarray], classifier=None) -> np.ndarray:

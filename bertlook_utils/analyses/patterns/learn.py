@@ -22,7 +22,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import EXTRA, FEATURES, KINDS, agreement, label_scheme, out_of_fold
+from . import EXTRA, FEATURES
+from .evaluation import agreement, out_of_fold
+from .kinds import KINDS, label_scheme
 from ...core.threads import one_thread
 
 INPUTS = FEATURES + EXTRA
@@ -43,7 +45,7 @@ def _matrix(features: Mapping[str, np.ndarray] | pd.DataFrame) -> tuple[np.ndarr
 
 @dataclass
 class LearnedClassifier:
-    """A fitted model and the kinds it names (the scheme of its labels, `patterns.label_scheme`)."""
+    """A fitted model and the kinds it names (the scheme of its labels, `kinds.label_scheme`)."""
 
     model: object
     kinds: tuple[str, ...]
@@ -86,7 +88,7 @@ def fit(features: pd.DataFrame, labels: Sequence[str], seed: int = 0, settings: 
 
 def cross_validate(features: pd.DataFrame, labels: Sequence[str], folds: int = 5, seed: int = 0,
                    settings: Mapping[str, float] = SETTINGS, fold_of: Sequence[int] | None = None) -> pd.DataFrame:
-    """Out-of-fold predictions with the rules' folds (`patterns.stratified_folds(labels, folds, seed)`, or
+    """Out-of-fold predictions with the rules' folds (`evaluation.stratified_folds(labels, folds, seed)`, or
     `fold_of` [N]): a model fitted on the other folds predicts each fold. Returns features' index with `label`,
     `predicted`, `fold` and one probability column per kind (`p_vertical`, ...)."""
     labels = np.asarray(labels, dtype=object)

@@ -14,11 +14,11 @@ and the maximum of each channel over the grid, and a linear layer: about 27,000 
 also in reversed token order, which keeps every kind) to the hand labels plus PROTOTYPES synthetic maps per kind
 (`prototype_grids`: maps of each kind built by construction, so that clear cases are learned even for kinds
 with few labels); seeded, on one thread (`one_thread`), about 10 s for 500 maps on a CPU. `cross_validate`
-uses the rules' folds (`patterns.stratified_folds`): the prototypes join every training fold, the scores come
+uses the rules' folds (`evaluation.stratified_folds`): the prototypes join every training fold, the scores come
 from hand labels only. One net's score hangs on its seed (macro-F1 0.54-0.62 over seeds 0-4 on the 440 labels):
 `trained_ensemble` / `NetEnsemble` average the probabilities of one net per seed of SEEDS (0.62), and
-`cross_validate(..., seeds=SEEDS)` scores that. The settings (SETTINGS) were fixed before the first cross-validation and not changed
-after it.
+`cross_validate(..., seeds=SEEDS)` scores that. The settings (SETTINGS) were fixed before the first
+cross-validation and not changed after it.
 """
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ from ...core.cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_resul
 from ...core.source import code_version
 from ...engine.extract import Batch
 from ...core.models import Encoded
-from . import KINDS, in_scheme, label_scheme, out_of_fold
+from .evaluation import out_of_fold
+from .kinds import KINDS, in_scheme, label_scheme
 from ...core.threads import one_thread
 
 GRID = 32
@@ -208,7 +209,7 @@ class TrainedNet:
 def train(grids: np.ndarray, labels: Sequence[str], seed: int = 0, settings: Mapping[str, float] = SETTINGS
           ) -> TrainedNet:
     """Fit a PatternNet to images grids [N, C, S, S] with `labels` [N] plus settings["prototypes"] prototypes
-    per kind of the labels' scheme (`patterns.label_scheme`), seeded."""
+    per kind of the labels' scheme (`kinds.label_scheme`), seeded."""
     labels = np.asarray(labels, dtype=object)
     if len(grids) != len(labels):
         raise ValueError(f"need one label per image; got {len(labels)} labels for {len(grids)} images")
@@ -318,7 +319,7 @@ def trained_ensemble(grids: np.ndarray, labels: Sequence[str], seeds: Sequence[i
 def cross_validate(grids: np.ndarray, labels: Sequence[str], folds: int = 5, seed: int = 0,
                    settings: Mapping[str, float] = SETTINGS, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
                    fold_of: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> pd.DataFrame:
-    """Out-of-fold predictions with the rules' folds (`patterns.stratified_folds(labels, folds, seed)`, or
+    """Out-of-fold predictions with the rules' folds (`evaluation.stratified_folds(labels, folds, seed)`, or
     `fold_of` [N] when given): a net trained (cached) on the other folds with `seed`, or an ensemble of one net
     per seed of `seeds` when given, predicts each fold. Returns `label`, `predicted`, `fold` and one probability
     column per kind (`p_vertical`, ...) per map."""

@@ -1,0 +1,248 @@
+"""The checker behind `exercises.check`: cases, real inputs, answers compared, a verdict that names the mistake.
+
+An `Exercise` holds what the learner reads (the function's parameters, its task, hints) and what checks it: small
+synthetic `Case`s whose answers are known by construction, then one real case built from `RealInputs` (one pair of
+real Wikipedia sentences, their spaCy parse, one committed coreference story) whose answer comes from the kit's
+own code. At the first wrong answer `check` raises AssertionError saying which input, what was expected and what
+came back, and names every listed `Mistake` (a wrong implementation) that gives the same answer, or one of the
+generic slips (rows not renormalised, zeros, NaN). A function that still raises NotImplementedError gets "not
+written yet".
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+import torch
+
+# Two consecutive sentences of the Wikipedia article "Anarchism" in the kit's corpus (corpora.wiki_articles).
+REAL_TEXT = ("Anarchism is a political philosophy that advocates self-governed societies based on voluntary "
+             "institutions.", "Many types and traditions of anarchism exist, not all of which are mutually exclusive.")
+REAL_HEAD = (2, 3)  # 1-based layer and head whose map the real cases read (every model has at least 2 x 3)
+TOLERANCE = 1e-5
+HEAD_LABEL = "-".join(map(str, REAL_HEAD))  # "2-3", as the cases' labels name it
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input: `call(fn)` runs a function on it; `expected` is the right answer."""
+
+    label: str
+    call: Callable[[Callable], object]
+    expected: object
+
+
+def given(*args) -> Callable[[Callable], object]:
+    """A case that calls fn(*args) on fresh copies (a function that edits its input must not spoil the next)."""
+    return lambda fn: fn(*copy.deepcopy(args))
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A common wrong implementation (`fn`, same signature as the exercise) and the hint that names it."""
+
+    hint: str
+    fn: Callable
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A function the learner writes: `def {name}({parameters}):` doing `task`, and the cases that check it."""
+
+    name: str
+    notebook: str  # "03"
+    title: str
+    parameters: str  # "attn, word_ids"
+    task: str  # what the function returns, one paragraph: the docstring of the learner's function
+    difficulty: int  # 1 easy, 2 medium, 3 hard
+    minutes: int
+    hints: tuple[str, ...]
+    synthetic: Callable[[], list[Case]]
+    real: Callable[["RealInputs"], Case]
+    mistakes: tuple[Mistake, ...] = field(default=())
+
+    def cases(self, encoder=None) -> list[Case]:
+        """Every input `check` runs, the real one (on `encoder`, the default model when None) last."""
+        return self.synthetic() + [self.real(real_inputs(encoder))]
+
+
+# -- the real inputs ----------------------------------------------------------------------------------
+class RealInputs:
+    """The real maps every check ends with, built once per encoder."""
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+        layer, head = REAL_HEAD
+        if encoder.n_layers < layer or encoder.n_heads < head:
+            raise ValueError(f"the exercises read head {layer}-{head}; {encoder.name} has only "
+                             f"{encoder.n_layers} x {encoder.n_heads} heads")
+
+    @cached_property
+    def pair(self):
+        """The sentence pair, encoded (`models.Encoded`)."""
+        return self.encoder.encode(*REAL_TEXT)
+
+    def head_map(self, layer: int = REAL_HEAD[0], head: int = REAL_HEAD[1]) -> np.ndarray:
+        return np.asarray(self.pair.attn[layer - 1, head - 1], dtype=np.float64)
+
+    @cached_property
+    def parsed(self):
+        """(parses.Sentence, syntax.ParsedAttention) of the first sentence."""
+        from ...data.parses import parse_texts
+        from ...analyses.syntax import parsed_attention
+
+        sentence = parse_texts([REAL_TEXT[0]])[0]
+        return sentence, parsed_attention(self.encoder, [sentence], progress=False)[0]
+
+    @cached_property
+    def story(self):
+        """(corefdata.Passage, word-level attention [L, H, m, m]) of the first committed coreference story."""
+        from ...analyses.coref import word_attention
+        from ...data.corefdata import read_jsonl
+
+        passage = read_jsonl()[0]
+        return passage, word_attention(self.encoder, passage)
+
+
+_REAL: dict[int, RealInputs] = {}
+
+
+def real_inputs(encoder) -> RealInputs:
+    """The real inputs of `encoder` (the default model when None), built on first use."""
+    if encoder is None:  # the default model, loaded once
+        if 0 not in _REAL:
+            from ...core.models import load_encoder
+
+            _REAL[0] = RealInputs(load_encoder())
+        return _REAL[0]
+    if id(encoder) not in _REAL or _REAL[id(encoder)].encoder is not encoder:
+        _REAL[id(encoder)] = RealInputs(encoder)
+    return _REAL[id(encoder)]
+
+
+# -- comparing answers --------------------------------------------------------------------------------
+def _plain(value):
+    """Tensors and numpy scalars -> numpy; dicts, tuples and lists kept as containers."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)) and any(isinstance(v, (dict, torch.Tensor)) for v in value):
+        return [_plain(v) for v in value]
+    return value
+
+
+def same(got, expected, tolerance: float = TOLERANCE) -> bool:
+    """Whether `got` equals `expected`: the same keys or shape, numbers within `tolerance`."""
+    got, expected = _plain(got), _plain(expected)
+    if isinstance(expected, dict):
+        return isinstance(got, dict) and set(got) == set(expected) and all(
+            same(got[k], expected[k], tolerance) for k in expected)
+    try:
+        g, e = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return g.shape == e.shape and bool(np.all(np.isclose(g, e, rtol=0, atol=tolerance, equal_nan=True)))
+
+
+def _show(value) -> str:
+    value = _plain(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_show(v)}" for k, v in value.items()) + "}"
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return repr(value)
+    if array.ndim == 0:
+        return f"{float(array):.6g}"
+    return f"array of shape {array.shape}:\n" + np.array2string(array, precision=4, suppress_small=True,
+                                                                  threshold=40, edgeitems=3)
+
+
+def _row_sums(value) -> np.ndarray | None:
+    """The row sums of an answer that is a stack of maps ([..., n, n]), else None."""
+    try:
+        array = np.asarray(_plain(value), dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    return array.sum(-1) if array.ndim >= 2 and array.shape[-1] == array.shape[-2] else None
+
+
+def _has_nan(value) -> bool:
+    value = _plain(value)
+    if isinstance(value, dict):
+        return any(_has_nan(v) for v in value.values())
+    try:
+        return bool(np.isnan(np.asarray(value, dtype=np.float64)).any())
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_zero(value) -> bool:
+    value = _plain(value)
+    if isinstance(value, dict):
+        return bool(value) and all(_is_zero(v) for v in value.values())
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return array.size > 0 and not np.any(array)
+
+
+def smoothed(attn: np.ndarray, amount: float) -> np.ndarray:
+    """(1 - amount) * attn + amount / n: every weight above 0, each row still summing to 1."""
+    n = attn.shape[-1]
+    return (1 - amount) * attn + amount / n
+
+
+# -- the verdict ---------------------------------------------------------------------------------------
+def _verdict(exercise: Exercise, fn: Callable, case: Case) -> None:
+    where = f"{exercise.name}, on {case.label}"
+    try:
+        got = case.call(fn)
+    except NotImplementedError:
+        raise AssertionError(f"{exercise.name} is not written yet: replace `# YOUR CODE HERE` and `raise "
+                             "NotImplementedError()` with your code (the hints are above the cell)") from None
+    except Exception as error:  # the learner's code failed: say where, keep the traceback
+        raise AssertionError(f"{where}: your function raised {type(error).__name__}: {error}") from error
+    if same(got, case.expected):
+        return
+    named = [m.hint for m in exercise.mistakes if _gives(m, case, got)]
+    sums, right = _row_sums(got), _row_sums(case.expected)
+    if not named and right is not None and np.allclose(right, 1) and sums is not None and sums.shape == right.shape \
+            and not np.allclose(sums, 1, atol=1e-4):
+        named.append("rows not renormalised: every row of the answer sums to 1, yours sum to "
+                     + ", ".join(f"{v:g}" for v in np.unique(sums.round(4))[:5]))
+    if _is_zero(got) and not _is_zero(case.expected):
+        named.append("it returns zeros: does the function return the value it computes?")
+    if _has_nan(got):
+        named.append("the answer holds NaN: a log of 0, or a division by 0?")
+    hint = ("\n  likely mistake: " + "\n  likely mistake: ".join(named) if named
+            else "\n  hint: " + " ".join(exercise.hints))
+    raise AssertionError(f"{where}:\n  expected {_show(case.expected)}\n  got      {_show(got)}{hint}")
+
+
+def _gives(mistake: Mistake, case: Case, got) -> bool:
+    try:
+        with np.errstate(all="ignore"):
+            return same(case.call(mistake.fn), got)
+    except Exception:  # a mistake that cannot run on this input is not the one made
+        return False
+
+
+def check(exercise: Exercise, fn: Callable, encoder=None) -> bool:
+    """Run `fn` on every case of `exercise` (synthetic, then a real map of `encoder`, the default model when None);
+    True when every answer is right, else AssertionError with the first wrong one and a hint."""
+    if not callable(fn):
+        raise TypeError(f"check({exercise.name!r}, fn): fn must be your function, got {type(fn).__name__}")
+    synthetic = exercise.synthetic()
+    for case in synthetic:  # before the real inputs: a wrong function fails without loading the model
+        _verdict(exercise, fn, case)
+    real = exercise.real(real_inputs(encoder))
+    _verdict(exercise, fn, real)
+    print(f"✓ {exercise.name}: right on {len(synthetic)} inputs with known answers and on {real.label}")
+    return True
+

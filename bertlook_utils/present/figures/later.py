@@ -1,0 +1,216 @@
+"""Notebook 10's figures of the later work (Kobayashi, Brunner, Abnar & Zuidema, Michel), one function each.
+
+Each function takes the result objects the analyses return, draws with `viz`'s primitives and palette, and
+returns its Figure; nothing here computes a statistic. By section of the notebook:
+
+    1  norm_shares, weight_against_norm, context_mixing                (Kobayashi et al.: weight vs norm)
+    2  null_space_twin, effective_sinks                                (Brunner et al.: effective attention)
+    3  flow_seconds, rollout_and_flow                                  (Abnar & Zuidema: rollout and flow)
+    4  word_scores, explanation_correlations                           (does attention explain?)
+    5  head_importance, pruning_curves, pattern_removal                (Michel et al.: head importance)
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ...analyses.attribution import METHODS as ATTRIBUTION_METHODS, Explanation
+from ...analyses.norms import NormResult
+from ...analyses.gradients import CATEGORIES
+from ..viz import ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, PATTERN_COLOURS, SEQUENTIAL_CMAP, heatmap_by_head
+
+
+# -- 10: beyond attention weights ----------------------------------------------------------------------
+def norm_shares(result: NormResult):
+    """Kobayashi et al.: per layer, the share of each row's contribution that goes to [CLS], [SEP], ". ," and
+    other tokens (stacked), by weight, by norm, and by norm with the residual and LayerNorm (context j ≠ i only);
+    `norms.NormResult.by_layer`."""
+    table = result.by_layer()
+    fig, axes = plt.subplots(1, len(table.columns), figsize=(4.2 * len(table.columns) + 1.2, 3.6), sharey=True)
+    for ax, measure in zip(axes, table.columns):
+        shares = table[measure].unstack("category")[list(CATEGORIES)]
+        bottom = np.zeros(len(shares))
+        for category in CATEGORIES:
+            ax.bar(shares.index, shares[category], bottom=bottom, color=PALETTE[category],
+                   label=LABELS.get(category, category))
+            bottom += shares[category].to_numpy()
+        ax.set(title=measure, xlabel="layer", xticks=list(shares.index))
+    axes[0].set_ylabel("share of each row's contribution")
+    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    return fig
+
+
+def weight_against_norm(heads: pd.DataFrame, what: str = "[CLS] and [SEP]"):
+    """One dot per head (`norms.NormResult.by_head`): its share to `what` by weight against by norm, coloured by
+    layer; on the diagonal both would agree."""
+    fig, ax = plt.subplots(figsize=(5.2, 4.2))
+    points = ax.scatter(heads["weight"], heads["norm"], c=heads["layer"], cmap=SEQUENTIAL_CMAP, s=24)
+    ax.plot([0, 1], [0, 1], ls="--", color=PALETTE["uniform"], lw=1)
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=f"share to {what} by weight", ylabel=f"share to {what} by norm",
+           title=f"heads: attention to {what}, weight vs norm")
+    fig.colorbar(points, ax=ax, label="layer")
+    return fig
+
+
+def context_mixing(mixing: pd.DataFrame):
+    """Per layer, the share of a token's update that comes from other tokens, by each of `norms.MIXING` (mean and
+    95 % interval over inputs; `norms.NormResult.mixing`)."""
+    fig, ax = plt.subplots(figsize=(6.2, 3.6))
+    colours = [PALETTE["uniform"], PALETTE["cls"], PALETTE["sep"], PALETTE["prev"]]
+    measures = [c for c in mixing.columns if c != "layer" and not c.endswith((" low", " high"))]
+    for colour, measure in zip(colours, measures):
+        ax.plot(mixing["layer"], mixing[measure], marker="o", color=colour, label=measure)
+        ax.fill_between(mixing["layer"], mixing[f"{measure} low"], mixing[f"{measure} high"], color=colour, alpha=0.2)
+    ax.set(xlabel="layer", ylabel="share from other tokens", ylim=(0, 1), xticks=list(mixing["layer"]),
+           title="context mixing: how much of a token's update comes from other tokens")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def null_space_twin(attn: np.ndarray, twin: np.ndarray, tokens: Sequence[str], title: str = ""):
+    """Brunner et al.: one head's map, a different map with the same output (`identifiability.null_space_twin`),
+    and their difference."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    limit = float(np.abs(twin - attn).max())
+    for ax, values, name, cmap, low, high in ((axes[0], attn, "the head's map", ATTENTION_CMAP, 0, 1),
+                                              (axes[1], twin, "another map, same output", ATTENTION_CMAP, 0, 1),
+                                              (axes[2], twin - attn, "difference", DIVERGING_CMAP, -limit, limit)):
+        image = ax.imshow(values, cmap=cmap, vmin=low, vmax=high)
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+        ax.set_title(name)
+        ax.grid(False)
+        fig.colorbar(image, ax=ax, shrink=0.75)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def effective_sinks(raw: pd.DataFrame, effective: pd.DataFrame, columns: Sequence[str] = ("cls", "sep", "punct")):
+    """Per layer, the mean share of attention on [CLS], [SEP] and ". ," (per-head `surface` tables, 1-indexed
+    `layer`) in the raw maps (dashed) and in effective attention (solid)."""
+    fig, ax = plt.subplots(figsize=(6.2, 3.6))
+    for column in columns:
+        for frame, style, name in ((raw, "--", "raw"), (effective, "-", "effective")):
+            means = frame.groupby("layer")[column].mean()
+            ax.plot(means.index, means.values, style, marker="o", color=PALETTE[column],
+                    label=f"{LABELS.get(column, column)}, {name}")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set(xlabel="layer", ylabel="mean attention", xticks=sorted(raw["layer"].unique()),
+           title="attention to special tokens: raw vs effective")
+    ax.legend(fontsize=8, ncol=2)
+    return fig
+
+
+def flow_seconds(timing: pd.DataFrame, limit: float | None = None):
+    """Seconds one input's full flow matrix takes against its length (log-log); `limit`: a dotted budget line."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    ax.plot(timing["tokens"], timing["seconds"], marker="o", color=PALETTE["run"])
+    if limit is not None:
+        ax.axhline(limit, ls=":", color=PALETTE["cls"], lw=1)
+    ax.set(xscale="log", yscale="log", xlabel="tokens", ylabel="seconds (all n² flows)",
+           title="attention flow: cost against input length")
+    return fig
+
+
+def word_scores(explanation: Explanation, methods: Sequence[str] = ATTRIBUTION_METHODS + ("leave_one_out",)):
+    """One input's words scored by each method (`attribution.explain`), each row scaled to its largest absolute
+    value (a diverging colour: leave-one-out and gradient × input can be negative)."""
+    scores = explanation.scores
+    values = np.stack([scores[m].to_numpy() / max(float(np.nanmax(np.abs(scores[m]))), 1e-12) for m in methods])
+    fig, ax = plt.subplots(figsize=(0.42 * len(scores) + 2.5, 0.45 * len(methods) + 1.6))
+    image = ax.imshow(values, cmap=DIVERGING_CMAP, vmin=-1, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(scores)), scores["word"], rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(len(methods)), [m.replace("_", " ") for m in methods])
+    ax.grid(False)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="score ÷ largest |score|")
+    ax.set_title(f"predicted label {explanation.predicted} (p = {explanation.probability:.2f}): "
+                 "what each method credits")
+    return fig
+
+
+def explanation_correlations(table: pd.DataFrame):
+    """Spearman correlation with leave-one-out per layer (`attribution.correlations`): raw [CLS] attention and
+    rollout as lines with 95 % intervals, flow and gradient × input as points at the last layer."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    colours = {"attention": PALETTE["cls"], "rollout": PALETTE["sep"], "flow": PALETTE["prev"],
+               "grad_x_input": PALETTE["punct"]}
+    for method, part in table.groupby("method", sort=False):
+        part = part.sort_values("layer")
+        label = method.replace("_", " ")
+        if len(part) > 1:
+            ax.plot(part["layer"], part["spearman"], marker="o", color=colours[method], label=label)
+            ax.fill_between(part["layer"], part["low"], part["high"], color=colours[method], alpha=0.2)
+        else:
+            ax.errorbar(part["layer"] + 0.1 * (method == "grad_x_input"), part["spearman"],
+                        yerr=[part["spearman"] - part["low"], part["high"] - part["spearman"]], fmt="s",
+                        color=colours[method], capsize=3, label=label)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set(xlabel="layer", ylabel="Spearman ρ with leave-one-out", xticks=sorted(table["layer"].unique()),
+           title="which scores rank words like leave-one-out?")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def head_importance(importances: Mapping[str, pd.DataFrame]):
+    """Michel et al.'s head importance (`importance.head_importance`), one heatmap per task."""
+    fig, axes = plt.subplots(1, len(importances), figsize=(7.2 * len(importances), 3.6), squeeze=False)
+    for ax, (name, frame) in zip(axes[0], importances.items()):
+        values = frame.pivot(index="layer", columns="head", values="importance").to_numpy()
+        heatmap_by_head(values, ax, f"{name}: mean |∂L/∂ξ|", fmt=None, colorbar="importance")
+    return fig
+
+
+def pruning_curves(curves: Mapping[str, pd.DataFrame]):
+    """Accuracy against the share of heads removed (`importance.pruning_curves`), one panel per task: least
+    important first (line), random orders (their range shaded, their mean dashed)."""
+    fig, axes = plt.subplots(1, len(curves), figsize=(4.4 * len(curves) + 1.5, 3.6), sharey=True, squeeze=False)
+    for ax, (name, frame) in zip(axes[0], curves.items()):
+        random = frame[frame["order"].str.startswith("random")].groupby("share")["accuracy"]
+        ax.fill_between(random.min().index, random.min(), random.max(), color=PALETTE["uniform"], alpha=0.3,
+                        label="random orders (range)")
+        ax.plot(random.mean().index, random.mean(), "--", color=PALETTE["uniform"], label="random orders (mean)")
+        chosen = frame[frame["order"] == "importance"]
+        ax.plot(chosen["share"], chosen["accuracy"], marker="o", color=PALETTE["run"], label="least important first")
+        ax.set(title=name, xlabel="share of heads removed")
+    axes[0, 0].set_ylabel("accuracy (evaluation half)")
+    axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    return fig
+
+
+def pattern_removal(tables: Mapping[str, pd.DataFrame]):
+    """Accuracy with every head of one dominant Kovaleva pattern removed (bars) against random sets of as many
+    heads (mean, with the lowest and highest as a range), one panel per task (`importance.pattern_removal`)."""
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables) + 1.5, 3.8), sharey=True, squeeze=False)
+    for ax, (name, frame) in zip(axes[0], tables.items()):
+        x = np.arange(len(frame))
+        ax.bar(x, frame["accuracy"], color=[PATTERN_COLOURS.get(k, PALETTE["other"]) for k in frame["kind"]],
+               label="that pattern's heads removed")
+        ax.errorbar(x, frame["random"],
+                    yerr=[frame["random"] - frame["random low"], frame["random high"] - frame["random"]],
+                    fmt="D", color="black", capsize=3, label="as many random heads")
+        ax.axhline(frame["none"].iloc[0], ls="--", color=PALETTE["uniform"], label="nothing removed")
+        ax.set_xticks(x, [f"{k} ({n})" for k, n in zip(frame["kind"], frame["heads"])], fontsize=8, rotation=35,
+                      ha="right")
+        ax.set(title=name)
+    axes[0, 0].set_ylabel("accuracy (evaluation half)")
+    axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    return fig
+
+
+def rollout_and_flow(tokens: Sequence[str], maps: Mapping[str, np.ndarray]):
+    """One input's token-to-token maps side by side (e.g. last-layer attention averaged over heads, rollout,
+    flow), rows = output positions, columns = input positions, each on its own colour scale (a flow value is a
+    maximum flow, up to 1 per pair, so a row of flows does not sum to 1)."""
+    fig, axes = plt.subplots(1, len(maps), figsize=(5.2 * len(maps), 4.8))
+    for ax, (name, values) in zip(axes, maps.items()):
+        image = ax.imshow(values, cmap=ATTENTION_CMAP, vmin=0, vmax=float(np.max(values)))
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+        ax.set_title(name)
+        ax.grid(False)
+        fig.colorbar(image, ax=ax, shrink=0.75)
+    return fig

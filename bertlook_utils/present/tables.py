@@ -1,0 +1,57 @@
+"""Result tables on display: styled HTML in Jupyter and exported pages, plain text where nbval compares.
+
+    show(frame, "Clark et al. §3 vs this run")   # any DataFrame: the notebooks' result tables
+    styled(frame, uid)                            # the HTML alone, also the slides' tables (`talk.table`)
+
+No index, left-aligned, cells and headers HTML-escaped; the columns of a "paper vs this run" table (`compare.table`)
+get their own look: "paper" in grey, "this run" in bold, "what differs" small and wrapped.
+"""
+from __future__ import annotations
+
+import zlib
+from html import escape
+
+import pandas as pd
+
+COLUMN_STYLES = {"paper": {"color": "#555"}, "this run": {"font-weight": "600"},
+                 "what differs": {"font-size": "0.85em", "color": "#444", "min-width": "16em", "max-width": "30em"}}
+
+
+def styled(frame: pd.DataFrame, uid: str, precision: int = 1, nowrap: bool = False) -> str:
+    """The HTML of a result table (pandas Styler): no index, left-aligned, cells and headers HTML-escaped,
+    numbers with `precision` decimals and missing ones as "–"; "paper" in grey, "this run" in bold, "what
+    differs" small and wrapped. `uid` fixes the HTML ids, so that a re-run writes the same page."""
+    styler = (frame.style.set_uuid(uid).hide(axis="index")
+              .format(precision=precision, na_rep="–", escape="html").format_index(escape="html", axis=1)
+              .set_table_styles([{"selector": "th, td",
+                                  "props": "text-align: left; vertical-align: top; padding: 0.2em 0.6em;"
+                                           + (" white-space: nowrap;" if nowrap else "")},
+                                 {"selector": "thead th", "props": "border-bottom: 1px solid #999;"}]))
+    for column, props in COLUMN_STYLES.items():
+        if column in frame.columns:
+            styler = styler.set_properties(subset=[column], **props)
+    return styler.to_html()
+
+
+class Shown:
+    """A result table on display: styled HTML in Jupyter and exported pages, its plain text (`repr`, what nbval
+    compares) anywhere else."""
+
+    def __init__(self, frame: pd.DataFrame, caption: str = "", precision: int = 1):
+        self.frame, self.caption, self.precision = frame, caption, precision
+
+    def _repr_html_(self) -> str:
+        uid = f"t{zlib.crc32((self.caption + self.frame.to_string()).encode())}"
+        caption = f"<p style=\"margin: 0.2em 0\"><b>{escape(self.caption)}</b></p>" if self.caption else ""
+        return caption + styled(self.frame, uid, self.precision)
+
+    def __repr__(self) -> str:
+        text = self.frame.to_string(index=False)
+        return f"{self.caption}\n{text}" if self.caption else text
+
+
+def show(frame: pd.DataFrame, caption: str = "", precision: int = 1) -> Shown:
+    """Display a result table (e.g. `compare.table1(...)`) as styled HTML with a plain-text form."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"show takes a DataFrame, not {type(frame).__name__}")
+    return Shown(frame, caption, precision)

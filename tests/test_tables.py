@@ -1,0 +1,36 @@
+"""tables: a result table shows as styled, escaped HTML with stable ids, and as the plain text nbval compares."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from bertlook_utils import compare, tables
+
+FRAME = pd.DataFrame([("heads > 50 % on [CLS]", "<none>", "3-1, 3-2", "the sink is [CLS] & not [SEP]")],
+                     columns=list(compare.COLUMNS))
+
+
+def test_a_result_table_shows_styled_html_and_plain_text():
+    shown = tables.show(FRAME, caption="Clark et al. vs <this run>")
+    assert repr(shown) == "Clark et al. vs <this run>\n" + FRAME.to_string(index=False)  # what nbval compares
+    html = shown._repr_html_()
+    assert "&lt;none&gt;" in html and "&amp; not" in html and "vs &lt;this run&gt;" in html  # escaped
+    assert "<none>" not in html and "font-weight: 600" in html and "max-width: 30em" in html
+    assert html == tables.show(FRAME, caption="Clark et al. vs <this run>")._repr_html_()  # stable ids
+    assert repr(tables.show(FRAME)) == FRAME.to_string(index=False)
+    with pytest.raises(ValueError, match="DataFrame"):
+        tables.show(FRAME.to_string())
+
+
+def test_styled_formats_numbers_and_styles_only_the_columns_it_knows():
+    frame = pd.DataFrame({"relation": ["det", "amod"], "accuracy": [94.26, None]})
+    html = tables.styled(frame, "fixed", precision=1, nowrap=True)
+    assert "94.3" in html and "94.26" not in html and "–" in html  # rounded; the missing number as a dash
+    assert 'id="T_fixed' in html and "white-space: nowrap" in html
+    assert "font-weight" not in html and "max-width" not in html  # no column of a comparison table
+    assert "font-weight: 600" in tables.styled(FRAME, "fixed")  # "this run" in bold
+
+
+def test_compare_show_is_the_tables_show():
+    """Notebooks and the student copies already handed out call compare.show."""
+    assert compare.show is tables.show
