@@ -91,6 +91,7 @@ notebooks: setup
 	$(PY) -m tools.exercise_cells
 	$(PY) -m tools.navigation
 	$(PY) -m tools.slides $(NOTEBOOKS) $(TALK)
+	$(PY) -m tools.widget_state $(NOTEBOOKS) $(TALK)
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.record_timing=False \
 		$(NOTEBOOKS) $(TALK)
 	$(PY) -m tools.student_copy
