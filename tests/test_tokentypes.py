@@ -172,6 +172,25 @@ def test_a_planted_stripe_on_a_negation_word_is_counted_there():
     assert by_layer.stripes_by_layer(0.2)["negation"].isna().tolist() == [True, False]
 
 
+def test_the_stripe_summary_counts_where_the_stripes_fall_per_task_model_and_threshold():
+    """A stripe on "n't" (a linguistic token) for one model, a [CLS] stripe for the other: at 0.2 each has one
+    stripe, all linguistic or all special; at 0.1 the uniform head's columns count as stripes too."""
+    negation = result_of(stack_heads([[rows_of({NOT_AT: 0.5}, spread=0.5), uniform_map(N)]]))
+    sink = result_of(stack_heads([[rows_of({CLS: 0.5}, spread=0.5), uniform_map(N)]]))
+    summary = tokentypes.stripe_summary({"task": {"before": negation, "after": sink}}, thresholds=(0.1, 0.2))
+    assert summary[["task", "model", "threshold"]].values.tolist() == [
+        ["task", "before", 0.1], ["task", "before", 0.2], ["task", "after", 0.1], ["task", "after", 0.2]]
+    assert list(summary.columns[4:]) == list(tokentypes.Stripes)
+    at = summary.set_index(["model", "threshold"])
+    assert at.loc[("before", 0.2), "stripes"] == 1 and at.loc[("before", 0.1), "stripes"] == 10
+    assert at.loc[("before", 0.2), tokentypes.Stripes.LINGUISTIC] == 1
+    assert at.loc[("before", 0.2), tokentypes.Stripes.SPECIAL] == 0
+    assert at.loc[("after", 0.2), tokentypes.Stripes.SPECIAL] == at.loc[("after", 0.2), tokentypes.Stripes.CLS] == 1
+    assert at.loc[("before", 0.1), tokentypes.Stripes.LINGUISTIC] == pytest.approx(5 / 10)
+    assert at.loc[("after", 0.2), tokentypes.Stripes.SPECIAL_TOKENS] == pytest.approx(3 / N)  # [CLS], [SEP], "."
+    assert at.loc[("after", 0.2), tokentypes.Stripes.LINGUISTIC_TOKENS] == pytest.approx(4 / N)  # John n't see dog
+
+
 def test_the_threshold_decides_what_is_a_stripe():
     sink = rows_of({CLS: 1 / 7}, spread=6 / 7)  # [CLS] column: 1/7 + 6/63 = 0.238
     result = result_of(sink)

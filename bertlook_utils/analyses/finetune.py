@@ -52,6 +52,13 @@ class Score(StrEnum):
     FINE_TUNED = "fine-tuned"
 
 
+class Stage(StrEnum):
+    """An encoder before and after fine-tuning, as tables and figures name the two; the value is the label."""
+
+    PRETRAINED = "pre-trained"
+    FINE_TUNED = "fine-tuned"
+
+
 def majority_accuracy(data: TaskData) -> float:
     """Test accuracy of always predicting the most frequent training label."""
     majority = Counter(e.label for e in data.train).most_common(1)[0][0]

@@ -15,6 +15,7 @@ norm, and the context-mixing ratio (the share of row i's contribution that comes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Sequence
 
@@ -32,7 +33,19 @@ from ..core.intervals import mean_interval
 from ..core.models import Encoder
 
 LAYERNORM_NAMES = ("attention.output.LayerNorm", "sa_layer_norm")  # BERT, RoBERTa, ELECTRA; DistilBERT
-MIXING = ("weight", "norm", "norm + residual", "norm + residual + LayerNorm")
+
+
+class Mixing(StrEnum):
+    """The measures of context mixing (`NormResult.mixing`), from the weights alone to the whole attention block;
+    the value is the label the tables show."""
+
+    WEIGHT = "weight"
+    NORM = "norm"
+    RESIDUAL = "norm + residual"
+    LAYERNORM = "norm + residual + LayerNorm"
+
+
+MIXING = tuple(Mixing)
 
 
 def attention_layernorm(model: nn.Module, layer: int) -> nn.LayerNorm:

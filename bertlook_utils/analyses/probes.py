@@ -75,6 +75,8 @@ class Model(StrEnum):
     ONE_EPOCH = "attention only, 1 epoch, batch 1"
 
 
+# a probe on the random-init model -> the same probe on the trained one
+RANDOM_INIT = {Model.RANDOM_ATTENTION: Model.ATTENTION, Model.RANDOM_ATTENTION_VECTORS: Model.ATTENTION_VECTORS}
 ONE_EPOCH = Model.ONE_EPOCH  # the name that student copies handed out before the ids use (tests/handed_out.txt)
 
 

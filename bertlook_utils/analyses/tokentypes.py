@@ -48,8 +48,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -64,7 +65,16 @@ from ..data.parses import PUNCT_POS, Sentence, tag_texts
 
 TYPES = ("[CLS]", "[SEP]", "punctuation", "noun", "verb", "pronoun", "subject", "object", "negation", "other")
 LINGUISTIC = ("noun", "verb", "pronoun", "subject", "object", "negation")
-GROUPS = {"special or punctuation": ("[CLS]", "[SEP]", "punctuation"), "linguistic": LINGUISTIC}
+
+
+class Group(StrEnum):
+    """The two groups of token types (GROUPS); the value is the label the tables show."""
+
+    SPECIAL = "special or punctuation"
+    LINGUISTIC = "linguistic"
+
+
+GROUPS = {Group.SPECIAL: ("[CLS]", "[SEP]", "punctuation"), Group.LINGUISTIC: LINGUISTIC}
 CATEGORIES = TYPES + tuple(GROUPS)  # every row of every table: the types, then the groups
 POS_TYPES = {"noun": ("NOUN", "PROPN"), "verb": ("VERB",), "pronoun": ("PRON",)}
 DEP_TYPES = {"subject": ("nsubj", "nsubjpass", "csubj", "csubjpass"), "object": ("dobj", "iobj", "dative", "pobj"),
@@ -358,6 +368,34 @@ class TokenTypeAttention:
         for c, name in enumerate(CATEGORIES):
             frame[name] = shares[c]
         return frame
+
+
+class Stripes(StrEnum):
+    """The share columns of `stripe_summary`; the value is the label the table shows."""
+
+    SPECIAL = "special or punct."  # share of the stripes on [CLS], [SEP] and punctuation
+    CLS = "[CLS]"  # share of the stripes on [CLS]
+    SPECIAL_TOKENS = "special or punct. tokens"  # share of the tokens that are [CLS], [SEP] or punctuation
+    LINGUISTIC = "linguistic"  # share of the stripes on linguistic types
+    LINGUISTIC_TOKENS = "linguistic tokens"  # share of the tokens of a linguistic type
+
+
+def stripe_summary(results: Mapping[str, Mapping[str, TokenTypeAttention]],
+                   thresholds: Sequence[float] = STRIPE_THRESHOLDS) -> pd.DataFrame:
+    """Where the stripes fall, one row per task, model and threshold, in the order given: task, model, threshold,
+    stripes (count over every layer), then `Stripes`' shares. results: task -> model (e.g. `finetune.Stage`) ->
+    `TokenTypeAttention`."""
+    rows = []
+    for task, by_model in results.items():
+        for model, result in by_model.items():
+            for threshold in thresholds:
+                frame = result.stripe_table(threshold).set_index("category")
+                rows.append((task, model, threshold, int(result.stripes_by_layer(threshold)["stripes"].sum()),
+                             frame.loc[Group.SPECIAL, "share_of_stripes"], frame.loc["[CLS]", "share_of_stripes"],
+                             frame.loc[Group.SPECIAL, "share_of_tokens"],
+                             frame.loc[Group.LINGUISTIC, "share_of_stripes"],
+                             frame.loc[Group.LINGUISTIC, "share_of_tokens"]))
+    return pd.DataFrame(rows, columns=["task", "model", "threshold", "stripes", *Stripes])
 
 
 def _intervals(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -33,13 +33,13 @@ from ..core.conventions import by_depth, head_label
 from ..analyses.coref import (COLUMNS as MENTION_TYPES, READINGS as COREF_READINGS, CorefResult, Reading, System,
                               best_head_label)
 from ..analyses.disabling import HeldOut
-from ..analyses.finetune import Score
+from ..analyses.finetune import Score, Stage
 from ..analyses.gradients import MIN_DISTANCE, AblationResult, GradientResult
-from ..analyses.norms import NormResult
+from ..analyses.norms import Mixing, NormResult
 from ..analyses.probes import Model, ProbeResults
 from ..analyses.relations import RelationScores
 from ..analyses.surface import BROAD_ENTROPY, SurfaceResult, broad_heads
-from ..analyses.tokentypes import TYPES as TOKEN_TYPES
+from ..analyses.tokentypes import TYPES as TOKEN_TYPES, Stripes
 
 COLUMNS = ("quantity", "paper", "this run", "what differs")
 MIDDLE = range(paper.SURFACE["sep_middle_layers"][0], paper.SURFACE["sep_middle_layers"][1] + 1)
@@ -412,7 +412,7 @@ def dark_secrets_patterns(shares: Mapping[str, pd.DataFrame], similarity: Mappin
                           scores: pd.DataFrame, labels: HandLabels | None = None) -> pd.DataFrame:
     """Kovaleva et al. §4.1 and §4.3 beside this run (notebook 08).
 
-    shares: classifier (its name as the table shows it) -> long frame (task, model: "pre-trained" | "fine-tuned",
+    shares: classifier (its name as the table shows it) -> long frame (task, model: a `finetune.Stage`,
     kind, share, low, high) of its shares over all maps; similarity: task -> cosine [L, H] of the maps before and
     after fine-tuning; scores: `finetune.task_scores`; labels: what the hand labels measure, None when they cannot
     be scored (another model than the one they describe)."""
@@ -431,7 +431,7 @@ def dark_secrets_patterns(shares: Mapping[str, pd.DataFrame], similarity: Mappin
 
     def heterogeneous(frame: pd.DataFrame) -> dict[str, str]:
         """Fine-tuned models' heterogeneous share, broad maps included (the paper's count)."""
-        fine = frame[(frame["model"] == "fine-tuned") & frame["kind"].isin(["heterogeneous", "broad"])]
+        fine = frame[(frame["model"] == Stage.FINE_TUNED) & frame["kind"].isin(["heterogeneous", "broad"])]
         summed = fine.groupby("task")["share"].sum()
         return {task: f"{summed[task]:.0%}" for task in order if task in summed}
 
@@ -470,7 +470,7 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
 
     relation_scores: null -> `relations.RelationScores` of the silver proxy's frames; special: task ->
     `tokentypes.special_change`; cls_rows: task -> `tokentypes.cls_change` (the last layer); stripes: one row per
-    task, model and threshold with the share of stripes on `special or punct.` and on `linguistic`; held: task ->
+    task, model and threshold (`tokentypes.stripe_summary`); held: task ->
     `disabling.HeldOut` (seed 0); seeds: seed -> `HeldOut` of one task."""
     ds = paper.DARK_SECRETS
     tasks = "the kit's tasks, not GLUE"
@@ -509,9 +509,9 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
         ("what [CLS] attends to in the last layer (§4.5)", ds["cls_last_layer"], _per_task(reads),
          f"{tasks}; token types from silver parses"),
         ("where vertical stripes fall (§4.4)", ds["stripes_from"],
-         f"special tokens or punctuation {100 * main['special or punct.'].min():.0f}-"
-         f"{100 * main['special or punct.'].max():.0f} % "
-         f"of stripes, linguistic types {100 * main['linguistic'].min():.0f}-{100 * main['linguistic'].max():.0f} %",
+         f"special tokens or punctuation {100 * main[Stripes.SPECIAL].min():.0f}-"
+         f"{100 * main[Stripes.SPECIAL].max():.0f} % of stripes, linguistic types "
+         f"{100 * main[Stripes.LINGUISTIC].min():.0f}-{100 * main[Stripes.LINGUISTIC].max():.0f} %",
          "a stripe: a column with at least 0.2 of every row's attention on average (not the paper's classifier)"),
         ("best single-head disabling (§4.6)", f"{g_low:+.1f} ({ds['head_disabling_tasks'][0]}) to {g_high:+.1f} "
          f"({ds['head_disabling_tasks'][1]}) points, every task",
@@ -537,7 +537,7 @@ def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads:
     later = paper.LATER_WORK
     table_ = norm_result.by_layer().unstack("category")
     mixing = norm_result.mixing()
-    full = mixing["norm + residual + LayerNorm"]
+    full = mixing[Mixing.LAYERNORM]
     same = int((syntax_heads[("raw", "head")] == syntax_heads[("effective", "head")]).sum())
     last = correlations[correlations["layer"] == correlations["layer"].max()].set_index("method")["spearman"]
     best_raw = correlations[correlations["method"] == "attention"].set_index("layer")["spearman"]
@@ -557,7 +557,8 @@ def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads:
          f"per layer, by norm {table_[('by norm', 'cls')].min():.3f}-{table_[('by norm', 'cls')].max():.3f}",
          "this model's sink is [CLS]; Wikipedia segments as Clark et al.'s"),
         (f"context mixing ({paper.KOBAYASHI_2021})", later["mixing"],
-         f"share from other tokens: by weight {mixing['weight'].min():.2f}-{mixing['weight'].max():.2f}, with residual "
+         f"share from other tokens: by weight {mixing[Mixing.WEIGHT].min():.2f}-{mixing[Mixing.WEIGHT].max():.2f}, "
+         f"with residual "
          f"and LayerNorm {full.min():.2f}-{full.max():.2f}", "their ratio of vector norms, per layer"),
         (f"effective attention ({paper.BRUNNER})", later["identifiability"],
          f"[CLS] {sinks[('raw', 'cls')].max():.2f} -> {sinks[('effective', 'cls')].max():.3f} (largest layer mean); "

@@ -26,7 +26,7 @@ from ...core.conventions import head_label
 from ...analyses.coref import COLUMNS as MENTION_TYPES, CorefResult, Reading, System, best_head_label
 from ...data.corefdata import Passage
 from ...analyses.gradients import CATEGORIES, SINK_HEAD, AblationResult, GradientResult
-from ...analyses.probes import Model, ProbeResults
+from ...analyses.probes import RANDOM_INIT, Model, ProbeResults
 from ...analyses.surface import BROAD_ENTROPY, BROAD_MAX_WEIGHT
 from ...analyses.syntax import DIRECTIONS, ParsedAttention, predictions
 from ..viz import ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, SEQUENTIAL_CMAP, heatmap_by_head, plot_by_layer
@@ -361,7 +361,7 @@ def probe_curves(results: ProbeResults):
     initialised model), with right-branching as a floor."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     for model, curve in results.curves.groupby("model", sort=False):
-        pretrained = model.removeprefix("random-init ")
+        pretrained = RANDOM_INIT.get(model, model)
         style = dict(color=PROBE_COLOURS[pretrained], ls="--" if model != pretrained else "-", marker="o", ms=3,
                      label=model)
         axes[0].plot(curve["epoch"], curve["heldout_uas"], **style)

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...analyses.finetune import FineTuned
+from ...analyses.finetune import FineTuned, Stage
 from ...analyses.patterns import KINDS
 from ...analyses.disabling import PICKS, HeldOut
 from ...analyses.relations import RelationScores
@@ -198,8 +198,8 @@ def cls_by_type(changes: Mapping[str, pd.DataFrame], categories: Sequence[str] |
     for ax, (name, frame) in zip(axes[0], changes.items()):
         part = frame if categories is None else frame.set_index("category").loc[list(categories)].reset_index()
         x = np.arange(len(part))
-        ax.bar(x - 0.2, part["before"], 0.4, color=PALETTE["uniform"], label="pre-trained")
-        ax.bar(x + 0.2, part["after"], 0.4, color=PALETTE["cls"], label="fine-tuned",
+        ax.bar(x - 0.2, part["before"], 0.4, color=PALETTE["uniform"], label=Stage.PRETRAINED)
+        ax.bar(x + 0.2, part["after"], 0.4, color=PALETTE["cls"], label=Stage.FINE_TUNED,
                yerr=[part["change"] - part["change_low"], part["change_high"] - part["change"]], capsize=2)
         ax.scatter(x, part["base_rate"], marker="_", s=300, color="black", zorder=3, label="share of tokens")
         ax.set_xticks(x, part["category"], rotation=60, ha="right")
