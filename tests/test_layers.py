@@ -135,6 +135,11 @@ def test_the_readme_architecture_section_is_the_folders():
     assert readme_with_architecture(text) == text
 
 
+def test_the_readme_diagram_stacks_the_layers_in_order():
+    section = README.read_text().split("## Architecture", 1)[1].split(MARKERS[0], 1)[0]
+    assert re.findall(r"^ (\w+)/ ", section, re.MULTILINE) == list(reversed(LAYERS))  # top of the page = top layer
+
+
 def test_every_module_has_a_docstring_for_the_map():
     missing = [str(p.relative_to(PACKAGE_DIR)) for p in PACKAGE_DIR.rglob("*.py") if not first_line(p)]
     assert missing == []
