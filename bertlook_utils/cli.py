@@ -8,7 +8,11 @@
 Under a launcher every process joins a gloo process group; `extract.reduce` then gives process r of w the
 blocks b with b % w == r, writes them into the shared cache and waits for the others, and every process
 merges the same blocks. The notebooks (and `make run`) afterwards find every result in the cache. Each
-process prints its time, throughput and peak memory.
+process prints its time, how many inputs it computed (and how fast) and restored from the cache, and its peak
+memory; with several analyses each counts its own inputs.
+
+    python -m bertlook_utils.cli cache info                                       # entries and their size
+    python -m bertlook_utils.cli cache prune --older-than 30 --dry-run            # what pruning would remove
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from .core import cache
 from .core.cache import DEFAULT_CACHE_DIR
 from .engine.extract import BLOCK_SIZE, process_group
 from .core.models import model_name
@@ -75,6 +80,9 @@ def extract(args: argparse.Namespace) -> None:
         dist.barrier()
     options = dict(cache_dir=args.cache_dir, batch_size=args.batch_size, block_size=args.block_size,
                    progress=rank == 0)
+    computed = []  # the batch sizes of the forward passes: restored blocks never reach the model
+    counter = encoder.model.register_forward_pre_hook(
+        lambda module, positional, named: computed.append(len(named["input_ids"])), with_kwargs=True)
     started = time.perf_counter()
     for name in args.analyses:
         if name == "surface":
@@ -82,11 +90,40 @@ def extract(args: argparse.Namespace) -> None:
         else:
             clustering.analyse(encoder, items, **options)
     seconds = time.perf_counter() - started
+    counter.remove()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    done, total = sum(computed), len(items) * len(args.analyses)
+    work = (f"{done} computed ({done / seconds:.1f} inputs/s), {total - done} restored from the cache" if done else
+            f"all {total} restored from the cache")
     print(f"process {rank + 1} of {world}: {' + '.join(args.analyses)} of {encoder.name} over {len(items)} inputs "
-          f"in {seconds:.1f} s ({len(items) / seconds:.1f} inputs/s), peak memory {peak_mb:.0f} MB", flush=True)
+          f"in {seconds:.1f} s: {work}, peak memory {peak_mb:.0f} MB", flush=True)
     if world > 1:
         dist.destroy_process_group()
+
+
+def cache_info(args: argparse.Namespace) -> None:
+    count, size = cache.usage(args.cache_dir)
+    print(f"{args.cache_dir}: {count} entries, {size / 2**20:.1f} MiB")
+
+
+def cache_prune(args: argparse.Namespace) -> None:
+    try:
+        found = cache.prune(args.cache_dir, args.older_than, args.dry_run)
+    except PermissionError as error:
+        raise SystemExit(f"--cache-dir {args.cache_dir} is not writable ({error}); prune it as its owner") from error
+    verb = "would remove" if args.dry_run else "removed"
+    for path, size in found.items():
+        print(f"{verb} {path.name} ({size:,} bytes)")
+    freed = sum(found.values())
+    print(f"{verb} {len(found)} files from {args.cache_dir}: {freed / 2**20:.1f} MiB ({freed:,} bytes)")
+
+
+def days(text: str) -> float:
+    """A number of days, 0 or more (argparse type)."""
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of days, 0 or more, not {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -100,11 +137,23 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--segments", type=int, default=1000, help="segments per seed (default 1000)")
     run.add_argument("--seeds", type=int, nargs="+", default=[0])
     run.add_argument("--items", type=Path, help="a JSON list of texts or [a, b] pairs, instead of segments")
-    run.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     run.add_argument("--batch-size", type=int, default=32)
     run.add_argument("--block-size", type=int, default=BLOCK_SIZE)
+    run.set_defaults(handler=extract)
+    actions = commands.add_parser("cache", help="look at or prune the on-disk cache").add_subparsers(
+        dest="action", required=True)
+    info = actions.add_parser("info", help="how many entries the cache holds and their size")
+    info.set_defaults(handler=cache_info)
+    prune = actions.add_parser("prune", help="remove the entries not used for a while and the temporary files "
+                                             "that killed writers left")
+    prune.add_argument("--older-than", type=days, default=30, metavar="DAYS",
+                       help="remove the entries not used for DAYS days (default 30)")
+    prune.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    prune.set_defaults(handler=cache_prune)
+    for command in (run, info, prune):
+        command.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     args = parser.parse_args(argv)
-    extract(args)
+    args.handler(args)
 
 
 if __name__ == "__main__":

@@ -141,19 +141,23 @@ def test_jupyterlab_runs_the_tour_with_live_widgets_and_bertviz(tmp_path):
         assert_offline(requests)
 
 
-def test_hostile_tokens_show_as_text_in_bertviz(tmp_path):
+def test_hostile_tokens_and_cells_show_as_text(tmp_path):
     """A token that is markup (an <img> with an onerror handler, a closing </script>) is drawn as a label
-    and never parsed: no <img> appears, no script runs, no dialog opens."""
+    and never parsed; so is a result table's cell that holds markup in a string, list, tuple or dict: no <img>
+    appears, no script runs, no dialog opens."""
     import numpy as np
+    import pandas as pd
 
-    from bertlook_utils import views
+    from bertlook_utils import compare, views
     from builders import make_encoded, random_row_stochastic
 
     hostile = ["<img src=x onerror=alert(1)>", "</script><b>bold</b>", "&amp;"]
     tokens = ["[CLS]", "the", *hostile, "[SEP]"]
     enc = make_encoded(tokens, random_row_stochastic(np.random.default_rng(0), (1, 2, len(tokens), len(tokens))))
+    cells = [hostile[0], [hostile[0]], ("</script><script>alert(2)</script>",), {"k": "<svg onload=alert(3)>"}]
+    table = compare.show(pd.DataFrame({"<b>quantity</b>": cells}), caption=hostile[1])._repr_html_()
     page_path = tmp_path / "hostile.html"
-    page_path.write_text(f"<!DOCTYPE html><html><body>{views.head_view(enc)._repr_html_()}</body></html>")
+    page_path.write_text(f"<!DOCTYPE html><html><body>{table}{views.head_view(enc)._repr_html_()}</body></html>")
     dialogs: list[str] = []
     with browser_page() as (page, requests):
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
@@ -164,6 +168,10 @@ def test_hostile_tokens_show_as_text_in_bertviz(tmp_path):
             assert token in labels, f"{token!r} is not shown as text: {labels}"
         assert frame.locator("img").count() == 0 and frame.locator("b").count() == 0
         assert page.locator("img").count() == 0
+        assert page.locator("table td").all_text_contents() == [str(cell) for cell in cells]
+        assert page.locator("table th").all_text_contents() == ["<b>quantity</b>"]
+        assert page.locator("table script, table svg, table b").count() == 0
+        assert page.locator("b").all_text_contents() == [hostile[1]]  # the caption, in bold, as text
         screenshot(page, "bertviz_hostile_tokens.png")
         assert not dialogs, f"a token ran script: {dialogs}"
         assert_offline(requests)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bertlook_utils.conventions import by_depth, check_attention, head_frame, head_index, head_label, is_punctuation
+from bertlook_utils.conventions import (
+    by_depth, check_attention, check_head, head_frame, head_index, head_label, is_punctuation)
 
 
 def test_by_depth_maps_bert_base_layers_to_the_same_relative_depth():
@@ -14,11 +15,21 @@ def test_by_depth_maps_bert_base_layers_to_the_same_relative_depth():
     assert by_depth((1,), 2) == [1]
 
 
-@pytest.mark.parametrize("layer, head", [(0, 1), (1, 0), (1, 5), (-1, 2)])
-def test_head_index_refuses_a_head_that_would_wrap_around(layer, head):
+@pytest.mark.parametrize("layer, head, message", [(0, 1, "layer must be 1 or more"), (1, 0, "head must be 1-4"),
+                                                   (1, 5, "head must be 1-4"), (-1, 2, "layer must be 1 or more")])
+def test_head_index_refuses_a_head_that_would_wrap_around(layer, head, message):
     assert head_index(2, 4, 4) == 7
-    with pytest.raises(ValueError, match=r"1-indexed \(heads 1-4\)"):
+    with pytest.raises(ValueError, match=rf"{message} \(1-indexed, as in the papers\); got -?[0-9]"):
         head_index(layer, head, 4)
+
+
+def test_check_head_accepts_numpy_integers_and_refuses_bools_and_floats():
+    check_head(np.int64(6), np.int32(12), 6, 12)
+    for layer, head, name in [(True, 1, "layer"), (1, np.bool_(True), "head"), (2.0, 1, "layer"), (1, "3", "head")]:
+        with pytest.raises(TypeError, match=f"{name} must be an integer"):
+            check_head(layer, head, 6, 12)
+    with pytest.raises(ValueError, match=r"layer must be 1-6 \(1-indexed, as in the papers\); got 7"):
+        check_head(7, 1, 6, 12)
 
 
 def test_head_frame_has_one_row_per_head_in_layer_then_head_order():

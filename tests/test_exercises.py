@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
+import threading
+import time
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -13,6 +17,7 @@ import numpy as np
 import pytest
 
 from bertlook_utils import exercises
+from bertlook_utils.exercises import checker
 from tools import exercise_cells, student_copy
 from tools.navigation import notebooks
 
@@ -85,6 +90,70 @@ def test_a_crash_in_the_learners_code_is_reported_with_the_input(encoder):
     assert "uniform 5-token map" in message and "IndexError: index 9 is out of bounds" in message
     with pytest.raises(TypeError, match="must be your function"):
         exercises.check("mean_entropy", 0.5, encoder)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_function_that_returns_none_is_told_it_forgot_return(name, encoder):
+    message = _fails(name, lambda *args: None, encoder)
+    assert "your function returned None: did you forget `return`?" in message and "got      None" in message
+    assert "log of 0" not in message and "likely mistake" in message
+
+
+def _solution(name: str):
+    return _function(_cells()[name]["solution"], name)
+
+
+@pytest.mark.parametrize("name, change, words", [
+    ("mean_entropy", lambda answer: str(answer), "returned a str where the answer is a number"),
+    ("mean_entropy", lambda answer: np.array([answer]), "returned numbers of shape (1,) where the answer is a number"),
+    ("word_level", lambda answer: answer.ravel(), "returned numbers of shape (9,) where the answer is numbers of "
+                                                  "shape (3, 3)"),
+    ("word_level", lambda answer: answer.astype(str), "returned an array of strings where the answer is numbers of "
+                                                      "shape (3, 3)"),
+    ("best_offset", lambda answer: (str(answer[0]), answer[1]), "returned a tuple where the answer is numbers of "
+                                                                "shape (2,)"),
+    ("surface_shares", lambda answer: {**answer, "cls": f"{answer['cls']}"}, "'cls': a str"),
+])
+def test_an_answer_of_another_kind_that_prints_alike_fails_naming_both_kinds(name, change, words, encoder):
+    solution = _solution(name)
+    message = _fails(name, lambda *args: change(solution(*args)), encoder)
+    assert words in message and "expected" in message
+
+
+def test_a_function_that_never_returns_is_stopped_at_the_time_limit(monkeypatch, encoder):
+    monkeypatch.setattr(checker, "TIME_LIMIT", 0.5)
+
+    def stubborn(attn):  # even a loop that swallows every Exception is stopped
+        while True:
+            try:
+                time.sleep(0.01)
+            except Exception:
+                pass
+
+    start = time.perf_counter()
+    message = _fails("mean_entropy", stubborn, encoder)
+    assert time.perf_counter() - start < 10
+    assert "mean_entropy, on a uniform 5-token map: your function ran for more than 0.5 s: look for a loop that " \
+           "never ends" in message
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # the alarm is off and the handler restored
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    assert exercises.check("mean_entropy", _solution("mean_entropy"), encoder)  # a quick function is not stopped
+
+
+def test_outside_the_main_thread_the_check_runs_without_a_time_limit_and_says_so(encoder):
+    seen = {}
+
+    def run():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            seen["passed"] = exercises.check("mean_entropy", _solution("mean_entropy"), encoder)
+        seen["warnings"] = [str(w.message) for w in caught]
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen["passed"] is True
+    assert "no time limit here: signals need the main thread" in " ".join(seen["warnings"])
 
 
 # A learner's own versions of the common mistakes (written here, not taken from the module's list).

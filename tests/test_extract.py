@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from bertlook_utils import cache, extract
 from bertlook_utils.cache import entry_path, load_result, save_result
@@ -101,7 +102,7 @@ def test_encode_many_batched_equals_encoding_one_by_one(encoder, mixed_singles):
 
 def test_padded_columns_get_no_attention(encoder):
     items = [item if isinstance(item, tuple) else (item, None) for item in MIXED_ITEMS[:4]]
-    (prepared, attn, valid), = list(encoder.attention_batches(items, batch_size=4))
+    (prepared, attn, valid), = list(encoder.attention_batches(items, batch_size=8))  # 4 inputs, 8 * 128 tokens
     assert attn.shape[:3] == (4, 6, 12)
     for i, p in enumerate(prepared):
         n = len(p.input_ids)
@@ -225,8 +226,10 @@ def test_different_model_data_or_code_gives_a_different_file(encoder, segments, 
     assert len(files()) == 2
     seen = files()
 
-    monkeypatch.setattr(encoder, "fingerprint", "0" * 64)  # model key
-    reduce(encoder, segments[:1], [TokenStats()], cache_dir=tmp_path, progress=False)
+    edited = encoder.copy()  # model key: the weights in memory
+    with torch.no_grad():
+        next(edited.model.parameters()).add_(1e-3)
+    reduce(edited, segments[:1], [TokenStats()], cache_dir=tmp_path, progress=False)
     assert len(files()) == 3
     seen = files()
 
@@ -322,3 +325,8 @@ def test_items_fingerprint_changes_with_the_text_only():
     assert items_fingerprint(segs) == items_fingerprint(same)
     assert items_fingerprint(segs) != items_fingerprint(other)
     assert items_fingerprint(["a b", ("c", "d")]) != items_fingerprint(["a b", ("c", "e")])
+    assert items_fingerprint([("a", "b")]) != items_fingerprint([["a", "b"]])  # a pair is not a list of two words
+    assert items_fingerprint([segs[0]]) == items_fingerprint([segs[0].pair])
+    assert items_fingerprint([np.array(["a", "b"])]) == items_fingerprint([["a", "b"]])
+    with pytest.raises(TypeError, match="iterator"):
+        items_fingerprint([iter(["a", "b"])])

@@ -2,7 +2,9 @@
 Axes); heatmaps carry a colour bar and mark what they say they mark; figures render and save for publication."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import re
 from types import SimpleNamespace
 
 import matplotlib
@@ -19,6 +21,7 @@ from bertlook_utils import (  # noqa: E402
     attribution, clustering, coref, corefdata, disabling, figures, gradients, identifiability, norms, patterns, probes,
     relations, syntax, tokentypes, viz)
 from bertlook_utils.conventions import head_frame  # noqa: E402
+from bertlook_utils.models import Encoded  # noqa: E402
 
 L, H = 2, 3
 rng = np.random.default_rng(0)
@@ -592,3 +595,46 @@ def test_table1_dot_plot_puts_paper_and_run_side_by_side():
     rendered(fig)
     with pytest.raises(ValueError, match="no relation"):
         figures.table1(heads.assign(relation="xyz"), baseline)
+
+
+# -- tokens and words drawn as they are ---------------------------------------------------------------------------
+DOLLARS = ["$$", r"$\frac$", r"\$5", "a$b"]  # paired "$" opens mathtext: "$$" and "$\frac$" fail to parse
+
+
+def dollar_passage() -> tuple[corefdata.Passage, np.ndarray]:
+    passage, head_map = passage_and_map()
+    words = list(passage.words)
+    for mention, text in zip(passage.mentions, DOLLARS):
+        words[mention.start:mention.end] = [text] + words[mention.start + 1:mention.end]
+    return corefdata.Passage(passage.id, words, passage.mentions), head_map
+
+
+def dollar_encoded() -> Encoded:
+    tokens = ["[CLS]", *DOLLARS, "[SEP]"]
+    return make_encoded(tokens, random_row_stochastic(rng, (L, H, len(tokens), len(tokens))))
+
+
+def dollar_explanation() -> attribution.Explanation:
+    scored = explanation(len(DOLLARS))
+    return dataclasses.replace(scored, words=DOLLARS, scores=scored.scores.assign(word=DOLLARS))
+
+
+DOLLAR_CASES = {  # every figure that writes a token or a word
+    "head_figure": lambda: viz.head_figure(dollar_encoded(), 1, 1),
+    "plot_lines": lambda: viz.plot_lines(dollar_encoded(), 1, 1),
+    "relation_head": lambda: figures.relation_head(
+        syntax.ParsedAttention(rng.dirichlet(np.ones(6), (L, H, 6)).astype(np.float32), [2, 0, 2, 2],
+                               ["det", "ROOT", "punct", "punct"], DOLLARS), 1, 1, "det"),
+    "antecedent_attention": lambda: figures.antecedent_attention(*dollar_passage()),
+    "null_space_twin": lambda: figures.null_space_twin(*twin_maps()[:2], ["[CLS]", *DOLLARS, "[SEP]"]),
+    "word_scores": lambda: figures.word_scores(dollar_explanation()),
+    "rollout_and_flow": lambda: figures.rollout_and_flow(["[CLS]", *DOLLARS, "[SEP]"], token_maps()),
+}
+
+
+@pytest.mark.parametrize("name", DOLLAR_CASES)
+def test_tokens_and_words_with_dollars_are_drawn_as_they_are(name, tmp_path):
+    """A "$" in a token or a word is a dollar sign, never mathtext (which fails on "$$" and "$\\frac$")."""
+    svg = viz.save(DOLLAR_CASES[name](), tmp_path / "figure.svg").read_text()
+    texts = re.findall(r"<text\b[^>]*>([^<]*)</text>", svg)  # the mentions' labels add their numbers
+    assert all(any(word in text for text in texts) for word in DOLLARS), f"not drawn as they are: {texts}"

@@ -31,7 +31,7 @@ def tiny_config(**extra) -> BertConfig:
 def tiny_encoder(seed: int = 0) -> Encoder:
     """2 layers x 2 heads, hidden 16, random weights, float64."""
     torch.manual_seed(seed)
-    return Encoder("tiny", BertModel(tiny_config()).double().eval(), tokenizer(), f"tiny-{seed}", 64)
+    return Encoder("tiny", BertModel(tiny_config()).double().eval(), tokenizer(), None, 64)
 
 
 def one_batch(encoder: Encoder, items) -> Batch:

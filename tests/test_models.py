@@ -38,7 +38,7 @@ def assert_valid_attention(enc: Encoded, n_layers: int = 6, n_heads: int = 12) -
 def test_default_encoder_geometry_and_identity(encoder):
     assert encoder.name == "all-MiniLM-L6-v2"
     assert (encoder.n_layers, encoder.n_heads) == (6, 12)
-    assert encoder.fingerprint == DEFAULT_SHA256
+    assert encoder.weights_sha256 == DEFAULT_SHA256
     assert encoder.max_tokens == 512
     assert not encoder.model.training
     assert (encoder.cls_token, encoder.sep_token) == ("[CLS]", "[SEP]")
@@ -222,7 +222,7 @@ def test_a_local_folder_loads_with_its_own_geometry(tiny, tiny_folder):
     assert (tiny.n_layers, tiny.n_heads) == (2, 4)
     assert tiny.name == tiny_folder.name
     assert tiny.max_tokens == TINY_MAX_POSITIONS
-    assert len(tiny.fingerprint) == 64 and tiny.fingerprint != DEFAULT_SHA256
+    assert len(tiny.fingerprint) == 64 and tiny.weights_sha256 == models.file_sha256(tiny_folder / "model.safetensors")
     assert not tiny.model.training
 
 
@@ -277,6 +277,39 @@ def test_batches_keep_the_order_and_can_skip_the_forward_pass(encoder):
         next(encoder.batches(items, batch_size=0))
 
 
+def batch_sizes(encoder, lengths, batch_size) -> list[int]:
+    """The sizes of the batches `Encoder.batches` makes of texts of the given numbers of tokens, after checking that
+    they hold every input in order."""
+    items = [" ".join(["the"] * (n - 2)) for n in lengths]  # n tokens with [CLS] and [SEP]
+    got = list(encoder.batches(items, batch_size, attention=False))
+    assert [len(p.input_ids) for prepared, _, _ in got for p in prepared] == list(lengths)
+    return [len(prepared) for prepared, _, _ in got]
+
+
+def test_batches_hold_at_most_batch_size_times_128_padded_tokens(encoder):
+    assert batch_sizes(encoder, [512] * 20, 32) == [8, 8, 4]  # 32 * 128 tokens: 8 inputs of 512
+    assert batch_sizes(encoder, [200, 200, 300, 10, 10, 512, 60], 4) == [2, 1, 2, 1, 1]  # 512 tokens, or one input
+    assert batch_sizes(encoder, [128] * 9 + [5], 4) == [4, 4, 2]  # inputs of up to 128 tokens: by count, as before
+
+
+def test_budgeted_batches_give_the_maps_of_one_input_at_a_time(encoder):
+    items = ["The cat sat on the mat.", " ".join(["the"] * 298), ("A short pair.", "Its second half."), "Hi."]
+    assert [len(p) for p, _, _ in encoder.batches(items, 2, attention=False)] == [1, 1, 2]  # 300 tokens: alone
+    for got, item in zip(encoder.encode_many(items, batch_size=2), items, strict=True):
+        expected = encoder.encode(*item) if isinstance(item, tuple) else encoder.encode(item)
+        assert got.tokens == expected.tokens
+        np.testing.assert_allclose(got.attn, expected.attn, atol=1e-5, rtol=0)
+
+
+def test_attention_equals_the_models_own_maps(encoder):
+    import torch
+
+    inputs = encoder.pad([encoder.prepare("The cat sat on the mat."), encoder.prepare("Hi.", "Bye.")])
+    with torch.inference_mode():
+        expected = torch.stack(encoder.model(**inputs, output_attentions=True).attentions, dim=1)
+    assert torch.equal(encoder.attention(inputs), expected)
+
+
 def test_prepare_cuts_an_input_as_the_tokenizer_does(encoder):
     a, b = "one two three " * 40, "four five " * 40
     cut = encoder.prepare(a, b, max_tokens=64)
@@ -285,7 +318,7 @@ def test_prepare_cuts_an_input_as_the_tokenizer_does(encoder):
     assert cut.segment_ids.count(1) > 0 and max(cut.word_ids) + 1 == len(cut.words)
 
 
-def test_a_copy_has_its_own_weights_and_the_same_identity(tiny):
+def test_a_copy_has_its_own_weights_and_its_fingerprint_follows_them(tiny):
     import torch
 
     copy = tiny.copy()
@@ -294,6 +327,7 @@ def test_a_copy_has_its_own_weights_and_the_same_identity(tiny):
     with torch.no_grad():
         next(copy.model.parameters()).add_(1.0)
     assert not torch.equal(next(copy.model.parameters()), next(tiny.model.parameters()))
+    assert copy.fingerprint != tiny.fingerprint
 
 
 def test_the_loaded_folder_is_kept_and_default_names_the_embedded_model(tiny, tiny_folder):

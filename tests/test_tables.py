@@ -34,3 +34,17 @@ def test_styled_formats_numbers_and_styles_only_the_columns_it_knows():
 def test_compare_show_is_the_tables_show():
     """Notebooks and the student copies already handed out call compare.show."""
     assert compare.show is tables.show
+
+
+PAYLOAD = "<img src=x onerror=alert(1)>"
+
+
+@pytest.mark.parametrize("cell", [[PAYLOAD], (PAYLOAD,), {"quantity": PAYLOAD}, {PAYLOAD}, pd.Series([PAYLOAD])],
+                         ids=["list", "tuple", "dict", "set", "series"])
+def test_every_cell_and_label_is_escaped_whatever_it_holds(cell):
+    """pandas escapes only string cells: a list, tuple, dict or any other object must not reach the page raw."""
+    frame = pd.DataFrame({"quantity": [cell, PAYLOAD], ("label", PAYLOAD): [1.26, None]}, index=[PAYLOAD, (PAYLOAD,)])
+    html = compare.show(frame, caption=PAYLOAD)._repr_html_()
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert html.count("&lt;img") == 4  # the caption, the column label and both cells; the index is not shown
+    assert "1.3" in html and "1.26" not in html and "–" in html  # numbers and missing values keep their formatting

@@ -260,7 +260,7 @@ def test_bad_input_is_a_clear_error(encoder):
         result.by_head("noun", source="columns")
     with pytest.raises(ValueError, match=r"counted at thresholds \(0.1, 0.2, 0.4\), not 0.3"):
         result.stripe_table(0.3)
-    with pytest.raises(ValueError, match="1-indexed, 1 to 1; got 2"):
+    with pytest.raises(ValueError, match=r"layer must be 1-1 \(1-indexed, as in the papers\); got 2"):
         result.cls_by_type(layer=2)
     with pytest.raises(ValueError, match="distinct numbers"):
         result_of(uniform_map(N), thresholds=(0, 0.2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -105,7 +106,7 @@ def test_bad_layer_or_head_raises(pair, kwargs):
 @pytest.mark.parametrize("draw", [viz.plot_head, viz.plot_lines])
 def test_static_head_figures_reject_a_head_the_model_lacks(pair, draw, layer, head):
     """2 layers x 3 heads: layer 0 must not silently draw the last layer (index -1), head 4 is not there."""
-    with pytest.raises(ValueError, match=r"layers 1-2 and heads 1-3; got layer"):
+    with pytest.raises(ValueError, match=r"(layer must be 1-2|head must be 1-3) \(1-indexed"):
         draw(pair, layer, head)
     np.testing.assert_array_equal(viz.head_map(pair, 2, 3), pair.attn[1, 2])
 
@@ -148,3 +149,69 @@ def test_views_of_a_real_pair(encoder):
         assert all(json.dumps(t) in document for t in enc.tokens)
         assert params_of(document)["include_layers"] == list(range(1, encoder.n_layers + 1))
         assert len(view._repr_html_()) < 2_000_000
+
+
+# -- long inputs: the page's size, a warning above WARN_ABOVE_MB, and the ways out --------------------------------
+def random_input(n: int, layers: int = 2, heads: int = 3):
+    tokens = ["[CLS]", *(f"w{i}" for i in range(n - 2)), "[SEP]"]
+    return make_encoded(tokens, random_row_stochastic(np.random.default_rng(n), (layers, heads, n, n)))
+
+
+@pytest.mark.parametrize("draw, kwargs, layers, heads", [
+    (views.head_view, {}, 2, 3), (views.head_view, {"include_layers": [2]}, 1, 3),
+    (views.model_view, {}, 2, 3), (views.model_view, {"include_layers": [1], "include_heads": [2, 3]}, 1, 2)])
+def test_page_size_estimate_grows_as_the_page_does(draw, kwargs, layers, heads):
+    """Doubling the tokens adds what the estimate says (it bounds each weight's characters from above)."""
+    short, long = (len(draw(random_input(n), **kwargs).document) for n in (30, 60))
+    estimated = 1e6 * (views.page_megabytes(60, layers, heads) - views.page_megabytes(30, layers, heads))
+    assert 0.8 * estimated < long - short <= estimated
+    assert views.page_megabytes(60, layers, heads, pair=True) == 2 * views.page_megabytes(60, layers, heads)
+
+
+def test_a_long_input_warns_with_a_way_out_that_fits(encoder):
+    """A real model at 512 tokens passes the limit; one layer of a short enough window, as the warning says, fits."""
+    n_layers, n_heads = encoder.n_layers, encoder.n_heads
+    assert views.page_megabytes(512, n_layers, n_heads) > views.WARN_ABOVE_MB
+    enc = random_input(60)
+    limit = views.page_megabytes(enc.n_tokens, 2, 3) / 3  # a 60-token input of 2 x 3 heads is "long" here
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(views, "WARN_ABOVE_MB", limit)
+        with pytest.warns(UserWarning, match=r"include_layers=\[\.\.\.\]\) or a window of at most \d+ tokens") as seen:
+            views.head_view(enc)
+        fits = int(re.search(r"window=\(0, (\d+)\)", str(seen[0].message)).group(1))
+        assert views.page_megabytes(fits, 2, 3) <= limit < views.page_megabytes(fits + 1, 2, 3)
+        with pytest.warns(UserWarning, match="include_heads"):
+            views.model_view(enc)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            views.head_view(enc, window=(0, fits))  # the window the warning gives
+            views.model_view(enc, include_layers=[1], include_heads=[1])  # a subset of a sixth of the maps
+
+
+def test_short_inputs_do_not_warn_and_a_full_window_changes_nothing(pair):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert views.head_view(pair).document == views.head_view(pair, window=(0, pair.n_tokens)).document
+        assert views.model_view(pair).document == views.model_view(pair, window=(0, pair.n_tokens)).document
+
+
+def test_a_window_shows_its_tokens_and_their_attention(pair):
+    inside_a = params_of(views.head_view(pair, window=(1, 5)).document)["attention"]
+    assert [d["name"] for d in inside_a] == [None]  # one text: no pair menu
+    assert inside_a[0]["left_text"] == PAIR_TOKENS[1:5]
+    np.testing.assert_allclose(np.array(inside_a[0]["attn"]), pair.attn[:, :, 1:5, 1:5], atol=5e-4)
+    across = params_of(views.model_view(pair, window=(3, 9)).document)["attention"]
+    assert across[1]["left_text"] == PAIR_TOKENS[3:6] and across[2]["left_text"] == PAIR_TOKENS[6:9]  # A, B
+
+
+@pytest.mark.parametrize("window", [(5, 5), (-1, 3), (0, 12), (0.0, 3), (3,), "0:3"])
+def test_a_bad_window_is_refused(pair, window):
+    with pytest.raises(ValueError, match=r"window must be \(start, stop\).*0 <= start < stop <= 11"):
+        views.head_view(pair, window=window)
+
+
+def test_head_view_shows_only_the_layers_asked_for(pair):
+    params = params_of(views.head_view(pair, include_layers=[2]).document)
+    assert params["include_layers"] == [2] and np.array(params["attention"][0]["attn"]).shape[0] == 1
+    with pytest.raises(ValueError, match="layer 1 is not in include_layers"):
+        views.head_view(pair, layer=1, include_layers=[2])

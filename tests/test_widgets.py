@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 
+import ipywidgets
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -176,5 +177,46 @@ def test_own_text_refuses_bad_input_with_a_message(examples, text, message):
 
 def test_own_text_from_another_model_is_refused(examples):
     explorer = widgets.head_explorer(examples, encoder=FakeEncoder(n_layers=4))
-    with pytest.raises(ValueError, match="not the model"):
-        explorer.own_text.add("the cat sat")
+    explorer.own_text.box.value = "the cat sat"  # through the callback: nothing may escape it
+    assert explorer.own_text.message.value == "the encoder is not the model that made the examples"
+    assert len(explorer.examples) == 3 and explorer.draws == 1
+
+
+class RefusingEncoder:
+    """An encoder that refuses every text, as `Encoder.encode` refuses a text too long or with no wordpieces."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def encode(self, a, b=None):
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [ValueError("662 tokens: <b>at most 512</b>"), TypeError("text must be a str")])
+@pytest.mark.parametrize("make", [widgets.head_explorer, widgets.grid_explorer], ids=["head", "grid"])
+def test_text_the_encoder_refuses_is_shown_beside_the_box_and_the_figure_stays(examples, make, error):
+    """The box's callback runs inside ipywidgets: an error raised there shows nowhere, so it becomes the message
+    (a Label: shown as plain text, never as markup) and the last figure stays."""
+    explorer = make(examples, encoder=RefusingEncoder(error))
+    first = shown_png(explorer)
+    explorer.own_text.box.value = "the cat sat | it ran"
+    assert explorer.own_text.message.value == str(error)
+    assert isinstance(explorer.own_text.message, ipywidgets.Label)
+    assert shown_png(explorer) == first and explorer.draws == 1 and len(explorer.examples) == 3
+
+
+@pytest.mark.parametrize("text", ["\u200b", " ".join(["Pneumonoultramicroscopicsilicovolcanoconiosis"] * 60)],
+                         ids=["zero-width space", "over 512 tokens"])
+def test_text_the_real_encoder_refuses_is_shown_beside_the_box(examples, encoder, text):
+    explorer = widgets.head_explorer(examples, encoder=encoder)
+    explorer.own_text.box.value = text
+    assert explorer.own_text.message.value and len(explorer.examples) == 3 and explorer.draws == 1
+
+
+def test_explorer_draws_tokens_with_dollars_as_they_are(tmp_path):
+    """Paired "$" would start mathtext ("$$", "$\\frac$" fail to parse): the explorer draws them as text."""
+    tokens = ["[CLS]", "$$", r"$\frac$", "[SEP]"]
+    explorer = widgets.head_explorer([make_encoded(tokens, stack_heads([[uniform_map(len(tokens))] * 3] * 2))])
+    assert shown_png(explorer)
+    svg = viz.save(explorer._draw(), tmp_path / "explorer.svg").read_text()
+    assert all(f">{token}</text>" in svg for token in tokens[1:3])

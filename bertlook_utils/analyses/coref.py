@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..core.cache import DEFAULT_CACHE_DIR
 from ..data.corefdata import TYPES, Passage
-from ..core.conventions import check_attention, head_label
+from ..core.conventions import check_attention, check_head, head_label
 from ..engine.extract import Batch, RowReducer, reduce
 from ..core.intervals import bootstrap_interval
 from ..core.wordlevel import FROM_MODES, to_word_level
@@ -514,8 +514,9 @@ def failures(result: CorefResult, layer: int | None = None, head: int | None = N
              held_out_only: bool = True) -> pd.DataFrame:
     """The mentions a head (the best by default) gets wrong: text, type, what it picked, whether that is
     the nearest mention, and whether it agrees with the mention in number / gender / animacy (a rival a
-    reader could consider) or not (one no reader would pick)."""
-    layer, head = (layer, head) if layer is not None else result.best
+    reader could consider) or not (one no reader would pick). layer and head are 1-indexed; give both or neither."""
+    layer, head = result.best if layer is None and head is None else (layer, head)
+    check_head(layer, head, *result.choices.shape[1:])
     chosen = result.choices[:, layer - 1, head - 1]
     ok = result.correct[:, layer - 1, head - 1]
     rows = []

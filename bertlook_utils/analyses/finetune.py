@@ -30,6 +30,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..core.cache import DEFAULT_CACHE_DIR, entry_path
+from ..core.intervene import usable_cache
 from ..core.source import code_version
 from ..engine.extract import Batch, RowReducer, batches, reduce
 from ..core.models import Encoder, load_encoder, save_folder
@@ -97,10 +98,9 @@ class FineTuned:
     def predict(self, examples: Sequence[Example], cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
                 progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(logits [N, n_labels], labels [N]) of the examples, in their order: the head on the fine-tuned
-        encoder's [CLS] states (`frozen_states`), cached when the model is (then its weights key the cache; a
-        model trained with cache_dir=None shares its base model's fingerprint, so it is never cached)."""
-        cache = cache_dir if self.folder is not None else None
-        states = frozen_states(self.encoder, examples, self.max_length, cache, progress, desc=f"{self.task} logits")
+        encoder's [CLS] states (`frozen_states`), cached under the fine-tuned weights' fingerprint."""
+        states = frozen_states(self.encoder, examples, self.max_length, cache_dir, progress,
+                               desc=f"{self.task} logits")
         with torch.inference_mode():
             logits = self.head(torch.from_numpy(states["cls"]))
         return logits.numpy(), np.array([e.label for e in examples])
@@ -116,6 +116,7 @@ def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int 
     model, the data, the settings and this module's code; a second call loads it."""
     settings = f"{epochs}/{batch_size}/{lr}/{max_length}/{seed}"
     folder = None
+    cache_dir = usable_cache(encoder.model, cache_dir)
     if cache_dir is not None:
         folder = entry_path(cache_dir, f"finetune-{data.name}", encoder.fingerprint, data.fingerprint(), settings,
                             version=code_version(__name__)).with_suffix("")

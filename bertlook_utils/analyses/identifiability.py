@@ -20,6 +20,7 @@ from scipy.optimize import linprog
 from torch import nn
 
 from ..core import intervene
+from ..core.conventions import check_head
 from ..engine.extract import batches
 from ..core.models import Encoder
 
@@ -104,9 +105,10 @@ class EffectiveModel(nn.Module):
 
 
 def effective_encoder(encoder: Encoder) -> Encoder:
-    """The same encoder with effective attention maps (see the module docstring); its own fingerprint."""
+    """The same encoder with effective attention maps (see the module docstring); its own fingerprint (the model's
+    class and signed maps are part of it)."""
     return Encoder(f"{encoder.name} (effective attention)", EffectiveModel(encoder.model), encoder.tokenizer,
-                   f"{encoder.fingerprint}+effective-attention", encoder.max_tokens, encoder.folder,
+                   encoder.weights_sha256, encoder.max_tokens, encoder.folder,
                    signed_attention=True)
 
 
@@ -114,9 +116,7 @@ def effective_encoder(encoder: Encoder) -> Encoder:
 def head_values(encoder: Encoder, item, layer: int, head: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """One head's map and value vectors on one input (a text, pair or segment): (attn [n, n], values [n, d] with
     the bias, tokens). layer and head are 1-indexed, as the kit's tables print them."""
-    if not (1 <= layer <= encoder.n_layers and 1 <= head <= encoder.n_heads):
-        raise ValueError(f"layer and head are 1-indexed: this model has layers 1-{encoder.n_layers} and heads "
-                         f"1-{encoder.n_heads}; got {layer}-{head}")
+    check_head(layer, head, encoder.n_layers, encoder.n_heads)
     captured = {}
     hook = intervene.value_projection(encoder.model, layer - 1).register_forward_hook(
         lambda module, args, out: captured.setdefault("values", out))

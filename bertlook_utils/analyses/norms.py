@@ -59,8 +59,8 @@ def attention_layernorm(model: nn.Module, layer: int) -> nn.LayerNorm:
 
 
 def head_vectors(model: nn.Module, layer: int, hidden: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """hidden [B, T, D] (the layer's input) -> f(x) [B, H, T, D]: each head's value vectors through its slice
-    of the output projection (b_V included, b_O not)."""
+    """hidden [B, T, D] (layer `layer`'s input, 0-based) -> f(x) [B, H, T, D]: each head's value vectors through
+    its slice of the output projection (b_V included, b_O not)."""
     dense = output_projection(model, layer)
     if dense is None:
         raise ValueError(f"found no attention output projection in layer {layer} of {type(model).__name__}; the "
@@ -90,7 +90,8 @@ class LayerTerms:
 @torch.no_grad()
 def decompose_layer(model: nn.Module, layer: int, hidden: torch.Tensor, attn: torch.Tensor, n_heads: int
                     ) -> LayerTerms:
-    """hidden [n, D] (one input's layer input, no padding), attn [H, n, n] -> `LayerTerms` (float64)."""
+    """hidden [n, D] (one input's input to layer `layer`, 0-based; no padding), attn [H, n, n] -> `LayerTerms`
+    (float64)."""
     hidden, attn = hidden.double(), attn.double()
     f = head_vectors(model, layer, hidden[None].to(model.dtype), n_heads)[0].double()  # [H, n, D]
     # [n, n, D]: Σ_h α^h_ij f^h(x_j)
@@ -118,7 +119,7 @@ def contribution_norms(model: nn.Module, layer: int, hidden: torch.Tensor, attn:
     ‖t_ii‖) of each token i, for t the heads' summed vectors, with the residual, and with the LayerNorm too
     (a ratio of vector norms: the context's terms can cancel). Off the diagonal ‖Σ_h α^h_ij f^h_j‖² = α_ijᵀ G_j α_ij
     with G_j the heads' Gram matrix at token j; the n diagonal terms, which carry the residual, are computed
-    directly."""
+    directly. `layer` is 0-based."""
     hidden, attn = hidden.double(), attn.double()
     f = head_vectors(model, layer, hidden[None].to(model.dtype), n_heads)[0].double()  # [H, n, D]
     norm = attention_layernorm(model, layer)

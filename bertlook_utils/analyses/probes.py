@@ -49,6 +49,7 @@ from . import syntax
 from ..core.cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_result
 from ..core.source import code_version
 from ..core.conventions import check_attention, head_label
+from ..core.intervene import usable_cache
 from ..core.models import Encoder, random_init_encoder
 from ..core.trees import mst_heads
 # re-exported: notebook 06 and its student copies, already handed out, call them as probes.<name>
@@ -555,6 +556,7 @@ def run_probes(encoder: Encoder, selection: Sequence, heldout: Sequence, vectors
         raise ValueError("run_probes needs sentences in both the selection and the held-out half")
     settings = f"{vectors}/{epochs}/{batch_size}/{seed}/{min_relation}/{LEARNING_RATE}"
     path = None
+    cache_dir = usable_cache(encoder.model, cache_dir)
     if cache_dir is not None:
         path = entry_path(cache_dir, "probes", encoder.fingerprint, sentences_key(selection), sentences_key(heldout),
                           settings, version=code_version(__name__))

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.cache import DEFAULT_CACHE_DIR
-from ..core.conventions import check_attention, head_frame, head_label
+from ..core.conventions import check_attention, check_head, head_frame, head_label
 from ..engine.extract import Batch, Reducer, reduce
 from ..core.models import Encoder
 from ..data.parses import Sentence
@@ -328,8 +328,7 @@ class RelationScores:
     def examples(self, sentences: Sequence[Sentence], layer: int, head: int, k: int = 5) -> pd.DataFrame:
         """The k frames on which head `layer-head` (1-indexed) scores highest: sentence (id), predicate,
         arguments ("relation: words; ..."), score, text."""
-        if not (1 <= layer <= self.n_layers and 1 <= head <= self.n_heads):
-            raise ValueError(f"layer and head are 1-indexed (up to {self.n_layers}-{self.n_heads}); got {layer}-{head}")
+        check_head(layer, head, self.n_layers, self.n_heads)
         per_frame = self.per_frame()[:, layer - 1, head - 1]
         rows = []
         for i in np.argsort(-per_frame, kind="stable")[:k]:

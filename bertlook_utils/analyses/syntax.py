@@ -23,7 +23,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ..core.cache import DEFAULT_CACHE_DIR
-from ..core.conventions import check_attention, head_frame, head_label
+from ..core.conventions import check_attention, check_head, head_frame, head_label
 from ..engine.extract import Batch, Reducer, batches, concatenate, reduce
 from ..core.intervals import bootstrap_interval
 from ..core.models import Encoder
@@ -420,6 +420,7 @@ def best_head(scores: HeadScores, relation: str) -> tuple[int, int, str]:
 
 def head_outcomes(scores: HeadScores, relation: str, layer: int, head: int, direction: str) -> np.ndarray:
     """bool [n]: outcome of one head (1-indexed) on each dependent of `relation`."""
+    check_head(layer, head, scores.n_layers, scores.n_heads)
     return scores.correct[scores.mask(relation), DIRECTIONS.index(direction), layer - 1, head - 1]
 
 

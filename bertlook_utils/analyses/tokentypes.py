@@ -57,7 +57,7 @@ import pandas as pd
 import torch
 
 from ..core.cache import DEFAULT_CACHE_DIR
-from ..core.conventions import head_frame
+from ..core.conventions import check_index, head_frame
 from ..engine.extract import Batch, Reducer, reduce
 from ..core.intervals import mean_interval
 from ..core.models import Encoder
@@ -289,8 +289,7 @@ class TokenTypeAttention:
         """0-based slice of one 1-indexed layer, or of every layer (None)."""
         if layer is None:
             return slice(None)
-        if not 1 <= layer <= self.n_layers:
-            raise ValueError(f"layer is 1-indexed, 1 to {self.n_layers}; got {layer}")
+        check_index(layer, self.n_layers, "layer")
         return slice(layer - 1, layer)
 
     def _threshold(self, threshold: float) -> int:

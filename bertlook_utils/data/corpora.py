@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_result
+from ..core.fingerprints import tokenizer_fingerprint
 from ..core.source import code_version
 
 GENSIM_WIKI = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -163,12 +164,6 @@ def make_segments(tokenizer, n: int = 1000, seed: int = 0, max_len: int = 128,
         raise ValueError(f"asked for {n} segments but the corpus gives only {len(candidates)} at max_len={max_len}")
     chosen = sorted(rng.sample(range(len(candidates)), n))
     return [candidates[i] for i in chosen]
-
-
-def tokenizer_fingerprint(tokenizer) -> str:
-    """sha256 of the tokenizer's vocabulary and class: segments depend on how it splits words."""
-    vocab = sorted(tokenizer.get_vocab().items())
-    return hashlib.sha256(json.dumps([type(tokenizer).__name__, vocab]).encode()).hexdigest()
 
 
 def segments_fingerprint(segments: list[Segment]) -> str:

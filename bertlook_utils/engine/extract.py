@@ -3,11 +3,14 @@
     results = reduce(encoder, segments, [TokenStats(), EntropyStats(), KeepExamples(8)])
 
 The inputs are cut into blocks of BLOCK_SIZE; each reducer's result for each block is cached on disk
-(`cache`) as soon as the block is done, keyed by model fingerprint + data fingerprint + block + the
-version of the reducer's code (its module and what that imports) + the reducer's own key. The blocks'
-results are then merged in order (`Reducer.merge`), so:
+(`cache`) as soon as the block is done, keyed by model fingerprint + the block's own inputs, where it starts
+and the block size (+ max_tokens) + the version of the reducer's code (its module and what that imports) +
+the reducer's own key. The blocks' results are then merged in order (`Reducer.merge`), so:
 - an interrupted run resumes at the first block without an entry; a missing, stale, truncated or
   tampered entry is recomputed; only reducers without a valid entry take part in a block's pass;
+- appending inputs reuses every earlier full block, and changing one input recomputes only its block;
+- every input of the blocks to compute is tokenized (checked) before the first block is computed, so a bad
+  input fails at once, named by its index; when every block is cached nothing is tokenized;
 - the result does not depend on how the work was split: under `torch.distributed` (e.g. `torchrun
   --nproc_per_node=2 -m bertlook_utils.cli extract`, see `cli`), process r of w computes the blocks
   b with b % w == r into the shared cache, waits for the others, and every process merges the same blocks.
@@ -18,6 +21,7 @@ import copy
 import hashlib
 import inspect
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -29,8 +33,9 @@ from tqdm.auto import tqdm
 from ..core.cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_result
 from ..core.source import PACKAGE, code_version
 from ..core.conventions import check_attention, is_punctuation
-from ..data.corpora import Segment, segments_fingerprint
-from ..core.models import Encoded, Encoder
+from ..core.intervene import usable_cache
+from ..data.corpora import Segment
+from ..core.models import Encoded, Encoder, _unpack
 
 BLOCK_SIZE = 256  # inputs per cached block: the unit of resuming and of sharding (a multiple of batch sizes)
 
@@ -218,10 +223,21 @@ class KeepExamples(Reducer):
 
 # -- the pass ---------------------------------------------------------------------------------------
 def items_fingerprint(items: Sequence) -> str:
-    """sha256 of the inputs: segments or texts / pairs."""
-    if items and all(isinstance(s, Segment) for s in items):
-        return segments_fingerprint(list(items))
-    return hashlib.sha256(json.dumps(list(items), ensure_ascii=False).encode()).hexdigest()
+    """sha256 of the inputs as the model reads them: texts and pairs (a segment is its pair; a pair differs from a
+    list of two words)."""
+    tagged = [[isinstance(x, tuple), x] for x in map(_as_item, items)]
+    return hashlib.sha256(json.dumps(tagged, default=_json_default).encode()).hexdigest()
+
+
+def _json_default(value) -> str | list:
+    """What `items_fingerprint` hashes for a value json cannot write: the words of a collection (a numpy array) as a
+    list; anything else by its repr (bytes, an object: `reduce` then refuses the input, naming it)."""
+    if isinstance(value, Iterator):
+        raise TypeError(f"items: an input is an iterator ({type(value).__name__}), which can be read only once; "
+                        "give each input as a string, a list of words or an (a, b) pair")
+    if isinstance(value, Iterable) and not isinstance(value, (bytes, bytearray)):
+        return list(value)
+    return repr(value)
 
 
 def reducer_version(reducer: Reducer) -> str:
@@ -247,6 +263,20 @@ def process_group() -> tuple[int, int]:
     return 0, 1
 
 
+def _check_items(encoder: Encoder, items: Sequence, indices: Iterable[int], max_tokens: int | None) -> None:
+    """Raise the error of the first items[i] (i in indices) that `Encoder.prepare` refuses, naming the item, before
+    any forward pass. The prepared inputs are dropped (memory stays flat in the number of inputs; the pass
+    tokenizes again), and so are warnings (the pass gives them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in indices:
+            try:
+                encoder.prepare(*_unpack(_as_item(items[i])), max_tokens)
+            except (TypeError, ValueError) as error:
+                kind = TypeError if isinstance(error, TypeError) else ValueError
+                raise kind(f"item {i + 1} of {len(items)} (items[{i}]): {error}") from None
+
+
 def _pass(encoder: Encoder, items: Sequence, start: int, reducers: list[Reducer], batch_size: int,
           max_tokens: int | None, bar) -> list[dict[str, np.ndarray]]:
     """Results of fresh copies of `reducers` over `items` (a block beginning at input `start`)."""
@@ -270,15 +300,18 @@ def reduce(encoder: Encoder, items: Sequence, reducers: Iterable[Reducer], batch
     reducers = list(reducers)
     if not items:
         raise ValueError("no inputs to extract attention from")
+    cache_dir = usable_cache(encoder.model, cache_dir)
+    model_key = encoder.fingerprint if cache_dir is not None else None
     if block_size < 1:
         raise ValueError(f"block_size must be at least 1, not {block_size}")
     starts = range(0, len(items), block_size)
-    data_key = items_fingerprint(items) + ("" if max_tokens is None else f"/cut to {max_tokens}")
+    cut = "" if max_tokens is None else f", cut to {max_tokens} tokens"
+    data_keys = [f"{items_fingerprint(items[s:s + block_size])}: inputs from {s} in blocks of {block_size}{cut}"
+                 for s in starts] if cache_dir is not None else []  # a block's key: its own inputs and place
     versions = [reducer_version(r) for r in reducers]
 
     def path(r: int, b: int) -> Path:
-        return entry_path(cache_dir, reducers[r].name, encoder.fingerprint, data_key, reducers[r].key,
-                          f"block {b} of {len(starts)} x {block_size}", version=versions[r])
+        return entry_path(cache_dir, reducers[r].name, model_key, data_keys[b], reducers[r].key, version=versions[r])
 
     results = [[None] * len(starts) for _ in reducers]  # [reducer][block]
 
@@ -293,7 +326,9 @@ def reduce(encoder: Encoder, items: Sequence, reducers: Iterable[Reducer], batch
     def compute(blocks: list[int], label: str) -> None:
         if not blocks:
             return
-        total = sum(min(block_size, len(items) - starts[b]) for b in blocks)
+        spans = [range(starts[b], min(starts[b] + block_size, len(items))) for b in blocks]
+        _check_items(encoder, items, (i for span in spans for i in span), max_tokens)
+        total = sum(map(len, spans))
         with tqdm(total=total, desc=f"{desc or 'attention of ' + encoder.name}{label}", unit="input",
                   disable=not progress) as bar:
             for b in blocks:

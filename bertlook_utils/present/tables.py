@@ -3,8 +3,8 @@
     show(frame, "Clark et al. §3 vs this run")   # any DataFrame: the notebooks' result tables
     styled(frame, uid)                            # the HTML alone, also the slides' tables (`talk.table`)
 
-No index, left-aligned, cells and headers HTML-escaped; the columns of a "paper vs this run" table (`compare.table`)
-get their own look: "paper" in grey, "this run" in bold, "what differs" small and wrapped.
+No index, left-aligned, every cell and label HTML-escaped whatever it holds; the columns of a "paper vs this run"
+table (`compare.table`) get their own look: "paper" in grey, "this run" in bold, "what differs" small and wrapped.
 """
 from __future__ import annotations
 
@@ -12,17 +12,29 @@ import zlib
 from html import escape
 
 import pandas as pd
+from pandas.api.types import is_complex, is_float, is_integer, is_scalar
 
 COLUMN_STYLES = {"paper": {"color": "#555"}, "this run": {"font-weight": "600"},
                  "what differs": {"font-size": "0.85em", "color": "#444", "min-width": "16em", "max-width": "30em"}}
 
 
+def _as_text(value):
+    """A cell or label as the table shows it: a string, a number or a missing value as it is (the table formats
+    and escapes it), anything else (a list, a dict, an object) as its str(), so that it is escaped too (pandas
+    escapes only strings; the rest would reach the page raw)."""
+    if isinstance(value, str) or is_float(value) or is_integer(value) or is_complex(value):
+        return value
+    return value if is_scalar(value) and pd.isna(value) else str(value)
+
+
 def styled(frame: pd.DataFrame, uid: str, precision: int = 1, nowrap: bool = False) -> str:
-    """The HTML of a result table (pandas Styler): no index, left-aligned, cells and headers HTML-escaped,
-    numbers with `precision` decimals and missing ones as "–"; "paper" in grey, "this run" in bold, "what
-    differs" small and wrapped. `uid` fixes the HTML ids, so that a re-run writes the same page."""
-    styler = (frame.style.set_uuid(uid).hide(axis="index")
-              .format(precision=precision, na_rep="–", escape="html").format_index(escape="html", axis=1)
+    """The HTML of a result table (pandas Styler): no index, left-aligned, every cell and header HTML-escaped
+    whatever it holds, numbers with `precision` decimals and missing ones as "–"; "paper" in grey, "this run" in
+    bold, "what differs" small and wrapped. `uid` fixes the HTML ids, so that a re-run writes the same page."""
+    shown = frame.map(_as_text).rename(index=_as_text, columns=_as_text)
+    styler = (shown.style.set_uuid(uid).hide(axis="index")
+              .format(precision=precision, na_rep="–", escape="html")
+              .format_index(escape="html", axis=0).format_index(escape="html", axis=1)
               .set_table_styles([{"selector": "th, td",
                                   "props": "text-align: left; vertical-align: top; padding: 0.2em 0.6em;"
                                            + (" white-space: nowrap;" if nowrap else "")},

@@ -2,6 +2,11 @@
 
     views.head_view(enc, layer=3, heads=[5])    # every head of a layer as lines from token to token
     views.model_view(enc)                       # a thumbnail of every head
+    views.head_view(enc, window=(0, 128))       # a long input: its first 128 tokens only
+
+BertViz writes every weight it may show into the page (95 MB for 512 tokens and 6 x 12 heads): above
+WARN_ABOVE_MB a view warns, with its size (`page_megabytes`) and a window of tokens or a subset of layers and
+heads that fits.
 
 BertViz draws with d3 through RequireJS and points RequireJS at a CDN. Here its HTML is made into one
 self-contained document: d3 5.7.0, jQuery 2.2.4 and RequireJS 2.3.6 are inlined from the npm install
@@ -13,15 +18,19 @@ boto3), so it cannot run offline on an arbitrary encoder.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..core.conventions import check_index
 from ..core.models import Encoded
 from .viz import PALETTE, plot_lines, plot_model_grid
 
+WARN_ABOVE_MB = 20  # a larger page is slow to draw, to save and to open: the view warns before drawing it
 MISSING_ASSETS_HELP = ("BertViz views need d3, jQuery and RequireJS from npm, which are not installed here. "
                        "Run `make assets` (that is, `npm ci` in the repository root) and re-run this cell. "
                        "Showing a static matplotlib view instead.")
@@ -128,23 +137,65 @@ def offline_document(bertviz_html: str, title: str = "BertViz") -> str:
     return document
 
 
+def _b_start(enc: Encoded) -> int | None:
+    """The position of the pair's first B token; None for one text (or a window that holds only B)."""
+    in_b = np.flatnonzero(np.asarray(enc.segment_ids) == 1)
+    return int(in_b[0]) if in_b.size and in_b[0] > 0 else None
+
+
 def _bertviz_attention(enc: Encoded, decimals: int):
     """BertViz's inputs: per-layer float64 tensors [1, H, n, n] (rounded: smaller pages) and the B start."""
     import torch
 
     attn = np.round(np.asarray(enc.attn, dtype=np.float64), decimals)
     attention = [torch.from_numpy(attn[layer][None]) for layer in range(attn.shape[0])]
-    in_b = np.flatnonzero(np.asarray(enc.segment_ids) == 1)
-    return attention, (int(in_b[0]) if in_b.size else None)
+    return attention, _b_start(enc)
+
+
+def page_megabytes(n_tokens: int, n_layers: int, n_heads: int, pair: bool = False, decimals: int = 3) -> float:
+    """About how many MB of HTML a BertViz view of `n_layers` x `n_heads` maps of `n_tokens` tokens writes: up to
+    `decimals` + 3 characters per weight ("0.123,"), every weight once more for a pair (its parts A->A, B->B,
+    A->B and B->A), plus about 0.4 MB of scripts not counted here."""
+    return (2 if pair else 1) * n_layers * n_heads * n_tokens ** 2 * (decimals + 3) / 1e6
+
+
+def _window(enc: Encoded, window) -> Encoded:
+    """Tokens [start, stop) of `enc` (positions in `enc.tokens`, stop excluded) and their attention among
+    themselves [L, H, stop - start, stop - start] (the weights to tokens outside the window are left out)."""
+    if window is None:
+        return enc
+    n = enc.n_tokens
+    if not (isinstance(window, (tuple, list)) and len(window) == 2
+            and all(isinstance(v, (int, np.integer)) for v in window) and 0 <= window[0] < window[1] <= n):
+        raise ValueError(f"window must be (start, stop), token positions with 0 <= start < stop <= {n} (stop "
+                         f"excluded, as in enc.tokens[start:stop]); got {window!r}")
+    start, stop = (int(v) for v in window)
+    return dataclasses.replace(enc, tokens=enc.tokens[start:stop], word_ids=enc.word_ids[start:stop],
+                               segment_ids=enc.segment_ids[start:stop], attn=enc.attn[:, :, start:stop, start:stop])
+
+
+def _warn_if_large(view: str, enc: Encoded, n_layers: int, n_heads: int, decimals: int, subset: str) -> None:
+    """Warn (before drawing) when the page of `n_layers` x `n_heads` maps of `enc` would pass WARN_ABOVE_MB, with
+    the way out: the `subset` argument(s) of the view, or the longest window of tokens that fits."""
+    pair = _b_start(enc) is not None
+    size = page_megabytes(enc.n_tokens, n_layers, n_heads, pair, decimals)
+    if size > WARN_ABOVE_MB:
+        fits = int((WARN_ABOVE_MB / page_megabytes(1, n_layers, n_heads, pair, decimals)) ** 0.5)
+        warnings.warn(f"this {view} of {enc.n_tokens} tokens x {n_layers} layers x {n_heads} heads writes about "
+                      f"{size:.0f} MB of HTML into the notebook (over {WARN_ABOVE_MB} MB: slow to draw, save and "
+                      f"open); show fewer of them ({subset}) or a window of at most {fits} tokens "
+                      f"(window=(0, {fits}))", UserWarning, stacklevel=3)
 
 
 def _zero_based(values, n: int, what: str) -> list[int] | None:
+    """1-indexed layer or head numbers (one or several; None: all) -> 0-based, or an error naming `what`."""
     if values is None:
         return None
     values = [values] if isinstance(values, (int, np.integer)) else list(values)
-    bad = [v for v in values if not 1 <= int(v) <= n]
-    if bad or not values:
-        raise ValueError(f"{what} are 1-indexed, from 1 to {n}; got {values}")
+    if not values:
+        raise ValueError(f"{what} is empty: give 1-indexed numbers from 1 to {n}, or None for all")
+    for value in values:
+        check_index(value, n, what)
     return [int(v) - 1 for v in values]
 
 
@@ -196,25 +247,33 @@ def _offline_view(enc: Encoded, decimals: int, title: str, render, fallback):
         return _static_fallback(error, fallback)
 
 
-def head_view(enc: Encoded, layer: int | None = None, heads=None, decimals: int = 3):
+def head_view(enc: Encoded, layer: int | None = None, heads=None, decimals: int = 3, include_layers=None,
+              window: tuple[int, int] | None = None):
     """BertViz's head view of one input, offline: every head of one layer as lines from each token
     (left) to the tokens it attends to (right), one colour per head; a menu picks the layer and, for a
-    pair, the part (A->A, B->B, A->B, B->A). `layer` (default 1) and `heads` (default all) are
-    1-indexed. Returns a `BertVizView` (an iframe; Jupyter displays it).
+    pair, the part (A->A, B->B, A->B, B->A). `layer` (default the first shown), `heads` (ticked at the
+    start, default all) and `include_layers` (in the menu, default all) are 1-indexed; `window=(start, stop)`
+    shows tokens [start, stop) only. Returns a `BertVizView` (an iframe; Jupyter displays it); warns first when
+    the page would pass WARN_ABOVE_MB.
 
     Without the npm assets (`make assets`) it shows a note and returns a static matplotlib Figure
     (`plot_lines` of the layer and the first head asked for). BertViz's neuron view is not offered:
     it needs BertViz's own model copies from the model hub and S3 (boto3), so it cannot run offline."""
+    enc = _window(enc, window)
     n_layers, n_heads = enc.attn.shape[:2]
-    layer0 = _zero_based(layer, n_layers, "layers")
+    layer0 = _zero_based(layer, n_layers, "layer")
     heads0 = _zero_based(heads, n_heads, "heads")
+    layers0 = _zero_based(include_layers, n_layers, "include_layers")
+    if layer0 and layers0 and layer0[0] not in layers0:
+        raise ValueError(f"layer {layer} is not in include_layers {include_layers}: add it there, or leave layer out")
     first = 1 + (heads0[0] if heads0 else 0)
+    _warn_if_large("head view", enc, len(layers0 or range(n_layers)), n_heads, decimals, "include_layers=[...]")
     document = _offline_view(
         enc, decimals, "BertViz head view",
         lambda bertviz, attention, b_start: bertviz.head_view(
             attention, list(enc.tokens), sentence_b_start=b_start, layer=layer0[0] if layer0 else None,
-            heads=heads0, html_action="return"),
-        lambda: plot_lines(enc, layer or 1, first, stop=min(enc.n_tokens, 64)).figure)
+            heads=heads0, include_layers=layers0, html_action="return"),
+        lambda: plot_lines(enc, 1 + (layer0 or layers0 or [0])[0], first, stop=min(enc.n_tokens, 64)).figure)
     if not isinstance(document, str):
         return document  # the static fallback figure
     height = int(40 + 30 + 22.5 * enc.n_tokens + 30)
@@ -222,16 +281,20 @@ def head_view(enc: Encoded, layer: int | None = None, heads=None, decimals: int 
 
 
 def model_view(enc: Encoded, include_layers=None, include_heads=None, display_mode: str = "light",
-               decimals: int = 3):
+               decimals: int = 3, window: tuple[int, int] | None = None):
     """BertViz's model view of one input, offline: a thumbnail of every head (layers as rows, heads as
     columns, both 1-indexed in `include_layers` / `include_heads`, default all); clicking a thumbnail
-    shows it large with its tokens. Returns a `BertVizView` (an iframe; Jupyter displays it).
+    shows it large with its tokens; `window=(start, stop)` shows tokens [start, stop) only. Returns a
+    `BertVizView` (an iframe; Jupyter displays it); warns first when the page would pass WARN_ABOVE_MB.
 
     Without the npm assets (`make assets`) it shows a note and returns a static matplotlib Figure
     (`plot_model_grid`). The neuron view is left out (see `head_view`)."""
+    enc = _window(enc, window)
     n_layers, n_heads = enc.attn.shape[:2]
-    layers0 = _zero_based(include_layers, n_layers, "layers")
-    heads0 = _zero_based(include_heads, n_heads, "heads")
+    layers0 = _zero_based(include_layers, n_layers, "include_layers")
+    heads0 = _zero_based(include_heads, n_heads, "include_heads")
+    _warn_if_large("model view", enc, len(layers0 or range(n_layers)), len(heads0 or range(n_heads)), decimals,
+                   "include_layers=[...], include_heads=[...]")
     document = _offline_view(
         enc, decimals, "BertViz model view",
         lambda bertviz, attention, b_start: bertviz.model_view(

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.patches import Rectangle
 
-from ..core.conventions import head_label
+from ..core.conventions import check_head, head_label
 from ..core.models import Encoded
 
 # One named colour per quantity, used by every figure and notebook
@@ -47,13 +47,16 @@ def use_style() -> None:
     })
 
 
+def literal(text: str) -> str:
+    """A token or a word as matplotlib text that shows it as it is: "$" escaped, so that "$$" or "$\\frac$" is
+    never read as mathtext (which draws it in italics or fails with a ParseException)."""
+    return str(text).replace("$", r"\$")
+
+
 def head_map(enc: Encoded, layer: int, head: int) -> np.ndarray:
     """The map [n_tokens, n_tokens] of one head, `layer` and `head` 1-indexed; a ValueError that gives the
     model's ranges for a head it does not have (never a silent wrap-around: layer 0 is not the last layer)."""
-    n_layers, n_heads = enc.attn.shape[:2]
-    if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
-        raise ValueError(f"layer and head are 1-indexed: this model has layers 1-{n_layers} and heads 1-{n_heads}; "
-                         f"got layer {layer}, head {head}")
+    check_head(layer, head, *enc.attn.shape[:2])
     return enc.attn[layer - 1, head - 1]
 
 
@@ -67,8 +70,9 @@ def plot_head(enc: Encoded, layer: int, head: int, ax=None, max_tokens: int | No
     ax = ax or plt.subplots(figsize=(6, 5.5))[1]
     top = vmax if vmax is not None else float(np.percentile(attn, 99))
     image = ax.imshow(attn, cmap=ATTENTION_CMAP, vmin=0, vmax=top, interpolation="nearest")
-    ax.set_xticks(range(n), enc.tokens[:n], rotation=90, fontsize=8)
-    ax.set_yticks(range(n), enc.tokens[:n], fontsize=8)
+    labels = [literal(token) for token in enc.tokens[:n]]
+    ax.set_xticks(range(n), labels, rotation=90, fontsize=8)
+    ax.set_yticks(range(n), labels, fontsize=8)
     ax.grid(False)
     ax.set_xlabel("attends to")
     ax.set_ylabel("from")
@@ -102,7 +106,7 @@ def plot_lines(enc: Encoded, layer: int, head: int, ax=None, start: int = 0, sto
         ax.plot([0, 1], [i, j], color=colour, alpha=float(min(1, alpha)), lw=2.2, zorder=1 if special[j] else 2)
     for side, ha in ((0, "right"), (1, "left")):
         for i, tok in enumerate(enc.tokens[start:stop]):
-            ax.text(side + (-0.06 if side == 0 else 0.06), i, tok, ha=ha, va="center", fontsize=9,
+            ax.text(side + (-0.06 if side == 0 else 0.06), i, literal(tok), ha=ha, va="center", fontsize=9,
                     color=PALETTE["uniform"] if special[i] else "black")
     ax.set_xlim(-0.9, 1.9)
     ax.set_ylim(n - 0.5, -0.5)
@@ -139,6 +143,8 @@ def plot_heads(enc: Encoded, heads: Mapping[str, tuple[int, int]], kind: str = "
         raise ValueError(f"kind must be 'map' or 'lines', not {kind!r}")
     if not heads:
         raise ValueError("give at least one head: {title: (layer, head)}")
+    for layer, head in heads.values():
+        check_head(layer, head, *enc.attn.shape[:2])
     draw = plot_head if kind == "map" else plot_lines
     width = width or (4.6 if kind == "map" else 3.4) * len(heads)
     fig, axes = plt.subplots(1, len(heads), figsize=(width, height), squeeze=False)
@@ -177,6 +183,8 @@ def heatmap_by_head(values: np.ndarray, ax=None, title: str | None = None, cmap=
     cells of `notes` ((layer, head) 1-indexed)."""
     values = np.asarray(values, dtype=float)
     n_layers, n_heads = values.shape
+    for layer, head in [*boxes, *(notes or {})]:
+        check_head(layer, head, n_layers, n_heads)
     ax = ax or plt.subplots(figsize=(0.55 * n_heads + 2.2, 0.45 * n_layers + 1.2))[1]
     vmax = vmax if vmax is not None else float(np.nanmax(values))
     image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")

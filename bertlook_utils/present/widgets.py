@@ -23,7 +23,7 @@ import numpy as np
 
 from . import figures, viz
 from ..analyses.clustering import BEHAVIOUR_NAMES, ClusterResult
-from ..core.conventions import head_label
+from ..core.conventions import check_head, head_label
 from ..core.models import Encoded
 from ..analyses.syntax import HeadScores, accuracy_frame
 
@@ -117,7 +117,8 @@ def _example_menu(examples: list[Encoded]) -> widgets.Dropdown:
 
 class _OwnText:
     """A text box over an example menu: Enter encodes the text (`A | B`: a pair) with `encoder`, adds it to
-    the examples and selects it; bad input is reported beside the box."""
+    the examples and selects it; bad input, and text the encoder refuses, is reported beside the box (a Label:
+    plain text) and the last figure stays (an error raised in an ipywidgets callback would show nowhere)."""
 
     def __init__(self, explorer: Explorer, encoder, max_words: int = 60):
         self.explorer, self.encoder, self.max_words = explorer, encoder, max_words
@@ -128,7 +129,7 @@ class _OwnText:
         explorer.widget.children = (widgets.HBox([self.box, self.message]), *explorer.widget.children)
 
     def add(self, text: str) -> Encoded | None:
-        """Encode `text` and show it; None (and a message) when it is empty or too long."""
+        """Encode `text` and show it; None (and a message) when it is empty, too long or refused by the encoder."""
         parts = [part.strip() for part in text.split("|")]
         if not text.strip() or len(parts) > 2 or not all(parts):
             self.message.value = "type a text, or two texts separated by |" if text.strip() else ""
@@ -137,9 +138,14 @@ class _OwnText:
         if words > self.max_words:
             self.message.value = f"{words} words: at most {self.max_words}, please"
             return None
-        enc = self.encoder.encode(*parts)
+        try:
+            enc = self.encoder.encode(*parts)
+        except (ValueError, TypeError) as error:
+            self.message.value = str(error)
+            return None
         if enc.attn.shape[:2] != self.explorer.examples[0].attn.shape[:2]:
-            raise ValueError("the encoder is not the model that made the examples")
+            self.message.value = "the encoder is not the model that made the examples"
+            return None
         self.explorer.examples.append(enc)
         menu = self.explorer.example
         menu.options = [*menu.options, (f"{len(self.explorer.examples)}: {preview(enc)}", len(menu.options))]
@@ -157,9 +163,7 @@ class HeadExplorer(Explorer):
                  snapshot: bool = True, encoder=None):
         self.examples = _check_examples(examples)
         n_layers, n_heads = self.examples[0].attn.shape[:2]
-        if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
-            raise ValueError(f"layer and head are 1-indexed: layer 1-{n_layers}, head 1-{n_heads}; "
-                             f"got layer {layer}, head {head}")
+        check_head(layer, head, n_layers, n_heads)
         self.max_tokens = max_tokens
         self.example = _example_menu(self.examples)
         self.layer = widgets.IntSlider(value=layer, min=1, max=n_layers, description="layer", continuous_update=False)
@@ -227,6 +231,8 @@ class GalleryExplorer(Explorer):
         self.items = list(items)
         if not self.items:
             raise ValueError("give at least one (group, Encoded, layer, head, caption) item")
+        for _, enc, layer, head, _ in self.items:
+            check_head(layer, head, *enc.attn.shape[:2])
         self.groups = list(dict.fromkeys(item[0] for item in self.items))
         self.max_tokens = max_tokens
         self.group = widgets.Dropdown(options=self.groups, value=self.groups[0], description="pattern")

@@ -5,24 +5,32 @@ synthetic `Case`s whose answers are known by construction, then one real case bu
 real Wikipedia sentences, their spaCy parse, one committed coreference story) whose answer comes from the kit's
 own code. At the first wrong answer `check` raises AssertionError saying which input, what was expected and what
 came back, and names every listed `Mistake` (a wrong implementation) that gives the same answer, or one of the
-generic slips (rows not renormalised, zeros, NaN). A function that still raises NotImplementedError gets "not
-written yet".
+generic slips (rows not renormalised, zeros, NaN), or says how the answer differs in kind (None: a forgotten
+`return`; a string for a number; another shape). A function that still raises NotImplementedError gets "not
+written yet"; one that runs past TIME_LIMIT seconds is stopped (in the main thread, as in a Jupyter kernel).
 """
 from __future__ import annotations
 
 import copy
+import signal
+import threading
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
+
+from ...core.conventions import check_head
 
 # Two consecutive sentences of the Wikipedia article "Anarchism" in the kit's corpus (corpora.wiki_articles).
 REAL_TEXT = ("Anarchism is a political philosophy that advocates self-governed societies based on voluntary "
              "institutions.", "Many types and traditions of anarchism exist, not all of which are mutually exclusive.")
 REAL_HEAD = (2, 3)  # 1-based layer and head whose map the real cases read (every model has at least 2 x 3)
 TOLERANCE = 1e-5
+TIME_LIMIT = 30.0  # seconds one call of the learner's function may run before it is stopped
 HEAD_LABEL = "-".join(map(str, REAL_HEAD))  # "2-3", as the cases' labels name it
 
 
@@ -86,6 +94,8 @@ class RealInputs:
         return self.encoder.encode(*REAL_TEXT)
 
     def head_map(self, layer: int = REAL_HEAD[0], head: int = REAL_HEAD[1]) -> np.ndarray:
+        """The real pair's map [n, n] of head `layer-head` (1-indexed)."""
+        check_head(layer, head, *self.pair.attn.shape[:2])
         return np.asarray(self.pair.attn[layer - 1, head - 1], dtype=np.float64)
 
     @cached_property
@@ -135,26 +145,57 @@ def _plain(value):
     return value
 
 
+def _numeric(value) -> np.ndarray | None:
+    """`value` as float64 when it is numbers (a number, or a list, tuple, array or tensor of them), else None: a
+    string that prints like a number is not one (np.asarray("0.5", dtype=float) would be 0.5)."""
+    try:
+        array = np.asarray(_plain(value))
+    except (TypeError, ValueError):  # a ragged list
+        return None
+    return array.astype(np.float64) if array.dtype.kind in "biuf" else None
+
+
+def _form(value) -> str:
+    """What kind of answer `value` is, in words: "a number", "numbers of shape (3, 3)", "a str", "None", or a
+    dict's keys with the kind of each value."""
+    value = _plain(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_form(v)}" for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
+    array = _numeric(value)
+    if isinstance(value, np.ndarray) and array is None:
+        return f"an array of {'strings' if value.dtype.kind in 'US' else value.dtype}"
+    if array is None:
+        return "None" if value is None else f"a {type(value).__name__}"
+    return "a number" if array.ndim == 0 else f"numbers of shape {array.shape}"
+
+
+def _mismatch(got, expected) -> str | None:
+    """How `got` differs in kind from `expected` (None, a string for a number, another shape, other keys), in
+    words; None when it is the same kind of answer."""
+    if got is None:
+        return "your function returned None: did you forget `return`?"
+    if _form(got) != _form(expected):
+        return f"your function returned {_form(got)} where the answer is {_form(expected)}"
+    return None
+
+
 def same(got, expected, tolerance: float = TOLERANCE) -> bool:
-    """Whether `got` equals `expected`: the same keys or shape, numbers within `tolerance`."""
+    """Whether `got` equals `expected`: the same keys or shape, numbers (not text) within `tolerance`."""
     got, expected = _plain(got), _plain(expected)
     if isinstance(expected, dict):
         return isinstance(got, dict) and set(got) == set(expected) and all(
             same(got[k], expected[k], tolerance) for k in expected)
-    try:
-        g, e = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-    except (TypeError, ValueError):
-        return False
-    return g.shape == e.shape and bool(np.all(np.isclose(g, e, rtol=0, atol=tolerance, equal_nan=True)))
+    g, e = _numeric(got), _numeric(expected)
+    return g is not None and e is not None and g.shape == e.shape and bool(
+        np.all(np.isclose(g, e, rtol=0, atol=tolerance, equal_nan=True)))
 
 
 def _show(value) -> str:
     value = _plain(value)
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k!r}: {_show(v)}" for k, v in value.items()) + "}"
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
+    array = _numeric(value)
+    if array is None:
         return repr(value)
     if array.ndim == 0:
         return f"{float(array):.6g}"
@@ -164,32 +205,24 @@ def _show(value) -> str:
 
 def _row_sums(value) -> np.ndarray | None:
     """The row sums of an answer that is a stack of maps ([..., n, n]), else None."""
-    try:
-        array = np.asarray(_plain(value), dtype=np.float64)
-    except (TypeError, ValueError):
-        return None
-    return array.sum(-1) if array.ndim >= 2 and array.shape[-1] == array.shape[-2] else None
+    array = _numeric(value)
+    return None if array is None else array.sum(-1) if array.ndim >= 2 and array.shape[-1] == array.shape[-2] else None
 
 
 def _has_nan(value) -> bool:
     value = _plain(value)
     if isinstance(value, dict):
         return any(_has_nan(v) for v in value.values())
-    try:
-        return bool(np.isnan(np.asarray(value, dtype=np.float64)).any())
-    except (TypeError, ValueError):
-        return False
+    array = _numeric(value)
+    return array is not None and bool(np.isnan(array).any())
 
 
 def _is_zero(value) -> bool:
     value = _plain(value)
     if isinstance(value, dict):
         return bool(value) and all(_is_zero(v) for v in value.values())
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        return False
-    return array.size > 0 and not np.any(array)
+    array = _numeric(value)
+    return array is not None and array.size > 0 and not np.any(array)
 
 
 def smoothed(attn: np.ndarray, amount: float) -> np.ndarray:
@@ -199,10 +232,42 @@ def smoothed(attn: np.ndarray, amount: float) -> np.ndarray:
 
 
 # -- the verdict ---------------------------------------------------------------------------------------
+class _TimeUp(BaseException):
+    """Raised into the learner's function at TIME_LIMIT (a BaseException: `except Exception` does not catch it)."""
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise _TimeUp after `seconds` (SIGALRM, which Python delivers to the main thread: where a Jupyter kernel runs
+    a cell). Elsewhere (another thread, Windows) or while another alarm is set, no limit, with a warning."""
+    reason = ("signals need the main thread" if threading.current_thread() is not threading.main_thread()
+              else "this system has no SIGALRM" if not hasattr(signal, "setitimer")
+              else "another alarm is set" if signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0) else None)
+    if reason:
+        warnings.warn(f"exercises.check runs your function with no time limit here: {reason}", stacklevel=4)
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimeUp
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _verdict(exercise: Exercise, fn: Callable, case: Case) -> None:
     where = f"{exercise.name}, on {case.label}"
     try:
-        got = case.call(fn)
+        with _time_limit(TIME_LIMIT):
+            got = case.call(fn)
+    except _TimeUp:
+        raise AssertionError(f"{where}: your function ran for more than {TIME_LIMIT:g} s: look for a loop that "
+                             "never ends") from None
     except NotImplementedError:
         raise AssertionError(f"{exercise.name} is not written yet: replace `# YOUR CODE HERE` and `raise "
                              "NotImplementedError()` with your code (the hints are above the cell)") from None
@@ -210,7 +275,8 @@ def _verdict(exercise: Exercise, fn: Callable, case: Case) -> None:
         raise AssertionError(f"{where}: your function raised {type(error).__name__}: {error}") from error
     if same(got, case.expected):
         return
-    named = [m.hint for m in exercise.mistakes if _gives(m, case, got)]
+    kind = _mismatch(got, case.expected)
+    named = ([kind] if kind else []) + [m.hint for m in exercise.mistakes if _gives(m, case, got)]
     sums, right = _row_sums(got), _row_sums(case.expected)
     if not named and right is not None and np.allclose(right, 1) and sums is not None and sums.shape == right.shape \
             and not np.allclose(sums, 1, atol=1e-4):

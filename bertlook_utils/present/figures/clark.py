@@ -22,14 +22,15 @@ from matplotlib.patches import Rectangle
 
 from .. import paper
 from ...analyses.clustering import BEHAVIOUR_NAMES, BEHAVIOURS, ClusterResult, GroupTest, linkage
-from ...core.conventions import head_label
+from ...core.conventions import check_head, head_label
 from ...analyses.coref import COLUMNS as MENTION_TYPES, CorefResult, Reading, System, best_head_label
 from ...data.corefdata import Passage
 from ...analyses.gradients import CATEGORIES, SINK_HEAD, AblationResult, GradientResult
 from ...analyses.probes import RANDOM_INIT, Model, ProbeResults
 from ...analyses.surface import BROAD_ENTROPY, BROAD_MAX_WEIGHT
 from ...analyses.syntax import DIRECTIONS, ParsedAttention, predictions
-from ..viz import ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, SEQUENTIAL_CMAP, heatmap_by_head, plot_by_layer
+from ..viz import (ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, SEQUENTIAL_CMAP, heatmap_by_head, literal,
+                   plot_by_layer)
 
 
 # -- 02: the [SEP] no-op argument ---------------------------------------------------------------------
@@ -155,9 +156,9 @@ def _word_lines(ax, words: Sequence[str], weights: np.ndarray, rows: Sequence[in
                         alpha=min(1.0, w) if i in highlighted else 0.25 * min(1.0, w))
     for i, word in enumerate(words):
         bold = i in highlighted
-        ax.text(-0.05, i, word, ha="right", va="center", fontsize=9, fontweight="bold" if bold else "normal",
+        ax.text(-0.05, i, literal(word), ha="right", va="center", fontsize=9, fontweight="bold" if bold else "normal",
                 color=(label_colours or {}).get(i, "black"))
-        ax.text(1.05, i, word, ha="left", va="center", fontsize=9)
+        ax.text(1.05, i, literal(word), ha="left", va="center", fontsize=9)
     ax.set_xlim(-1.0, 2.0)
     ax.set_ylim(n - 0.5, -0.5)
     ax.axis("off")
@@ -172,6 +173,7 @@ def relation_head(example: ParsedAttention, layer: int, head: int, relation: str
     a highlighted word's label is green where the head's prediction, as scored, is the gold arc and red
     where it is not, and the title counts them; (right) the gold (spaCy) arcs of `relation` drawn the same way.
     Returns the two axes."""
+    check_head(layer, head, *example.word_attn.shape[:2])
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
     if axes is None:
@@ -204,6 +206,8 @@ def relation_heads(examples: Sequence[ParsedAttention], heads: Sequence[tuple[st
     pairs of panels per row. Returns the Figure."""
     if len(examples) != len(heads):
         raise ValueError(f"one example per head: {len(examples)} examples for {len(heads)} heads")
+    for example, (_, layer, head, _) in zip(examples, heads):
+        check_head(layer, head, *example.word_attn.shape[:2])
     rows = -(-len(heads) // columns)
     fig, axes = plt.subplots(rows, 2 * columns, figsize=(7 * columns, 4 * rows), squeeze=False)
     for example, (relation, layer, head, direction), pair in zip(examples, heads, axes.reshape(-1, 2)):
@@ -285,7 +289,7 @@ def antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, title:
 
     def short(j):
         text = passage.mention_text(j)
-        return text if len(text) <= max_label else text[: max_label - 1] + "…"
+        return literal(text if len(text) <= max_label else text[: max_label - 1] + "…")
 
     ax.set_xticks(range(len(mentions)), [f"{short(j)} ({j})" for j in range(len(mentions))], rotation=90, fontsize=8)
     ax.set_yticks(range(len(rows)), [f"({i}) {short(i)}" for i in rows], fontsize=8)

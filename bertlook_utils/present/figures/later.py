@@ -20,7 +20,8 @@ import pandas as pd
 from ...analyses.attribution import METHODS as ATTRIBUTION_METHODS, Explanation
 from ...analyses.norms import NormResult
 from ...analyses.gradients import CATEGORIES
-from ..viz import ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, PATTERN_COLOURS, SEQUENTIAL_CMAP, heatmap_by_head
+from ..viz import (ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, PATTERN_COLOURS, SEQUENTIAL_CMAP,
+                   heatmap_by_head, literal)
 
 
 # -- 10: beyond attention weights ----------------------------------------------------------------------
@@ -74,13 +75,14 @@ def null_space_twin(attn: np.ndarray, twin: np.ndarray, tokens: Sequence[str], t
     """Brunner et al.: one head's map, a different map with the same output (`identifiability.null_space_twin`),
     and their difference."""
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    labels = [literal(token) for token in tokens]
     limit = float(np.abs(twin - attn).max())
     for ax, values, name, cmap, low, high in ((axes[0], attn, "the head's map", ATTENTION_CMAP, 0, 1),
                                               (axes[1], twin, "another map, same output", ATTENTION_CMAP, 0, 1),
                                               (axes[2], twin - attn, "difference", DIVERGING_CMAP, -limit, limit)):
         image = ax.imshow(values, cmap=cmap, vmin=low, vmax=high)
-        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
-        ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+        ax.set_xticks(range(len(tokens)), labels, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(tokens)), labels, fontsize=8)
         ax.set_title(name)
         ax.grid(False)
         fig.colorbar(image, ax=ax, shrink=0.75)
@@ -123,7 +125,7 @@ def word_scores(explanation: Explanation, methods: Sequence[str] = ATTRIBUTION_M
     values = np.stack([scores[m].to_numpy() / max(float(np.nanmax(np.abs(scores[m]))), 1e-12) for m in methods])
     fig, ax = plt.subplots(figsize=(0.42 * len(scores) + 2.5, 0.45 * len(methods) + 1.6))
     image = ax.imshow(values, cmap=DIVERGING_CMAP, vmin=-1, vmax=1, aspect="auto")
-    ax.set_xticks(range(len(scores)), scores["word"], rotation=60, ha="right", fontsize=8)
+    ax.set_xticks(range(len(scores)), [literal(word) for word in scores["word"]], rotation=60, ha="right", fontsize=8)
     ax.set_yticks(range(len(methods)), [m.replace("_", " ") for m in methods])
     ax.grid(False)
     fig.colorbar(image, ax=ax, shrink=0.8, label="score ÷ largest |score|")
@@ -206,10 +208,11 @@ def rollout_and_flow(tokens: Sequence[str], maps: Mapping[str, np.ndarray]):
     flow), rows = output positions, columns = input positions, each on its own colour scale (a flow value is a
     maximum flow, up to 1 per pair, so a row of flows does not sum to 1)."""
     fig, axes = plt.subplots(1, len(maps), figsize=(5.2 * len(maps), 4.8))
+    labels = [literal(token) for token in tokens]
     for ax, (name, values) in zip(axes, maps.items()):
         image = ax.imshow(values, cmap=ATTENTION_CMAP, vmin=0, vmax=float(np.max(values)))
-        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
-        ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+        ax.set_xticks(range(len(tokens)), labels, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(tokens)), labels, fontsize=8)
         ax.set_title(name)
         ax.grid(False)
         fig.colorbar(image, ax=ax, shrink=0.75)
