@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from bertlook_utils import load_encoder, syntax
 from bertlook_utils.clustering import js_distances
-from bertlook_utils.models import DEFAULT_NAME
+from bertlook_utils.models import DEFAULT_NAME, Encoded
 from bertlook_utils.patterns import classify_map
 from bertlook_utils.surface import entropy_stats, token_stats, vig_scores
 from bertlook_utils.wordlevel import FROM_MODES, to_word_level
@@ -138,6 +138,26 @@ def test_maps_that_are_not_probabilities_are_refused_by_every_analysis(analysis,
     ANALYSES[analysis](_defect("none"))  # the map without its defect is accepted
     with pytest.raises(ValueError, match=DEFECTS[defect]):
         ANALYSES[analysis](_defect(defect))
+
+
+def _short_segment_ids(enc):
+    enc.segment_ids = enc.segment_ids[:3]
+    return [enc]
+
+
+@pytest.mark.parametrize("inputs, message", [
+    (lambda enc: [enc, make_encoded(PAIR_TOKENS, uniform_map(N)[None, None])],
+     "input 1 has 1 layers x 1 heads but input 0 has 2 x 3: give inputs encoded by one model"),
+    (lambda enc: [Encoded([], [], [], [], np.zeros((2, 3, 0, 0), np.float32))], "input 0: an input has no tokens"),
+    (_short_segment_ids, f"input 0: an input has {N} tokens but {N} word ids and 3 segment ids"),
+    (lambda enc: [], "no inputs: give at least one Encoded input"),
+], ids=["mixed-model-sizes", "no-tokens", "short-segment-ids", "none"])
+@pytest.mark.parametrize("analysis", [token_stats, entropy_stats, vig_scores, js_distances],
+                         ids=lambda f: f.__name__)
+def test_inputs_that_disagree_with_each_other_or_themselves_are_refused(analysis, inputs, message):
+    enc = make_encoded(PAIR_TOKENS, random_row_stochastic(np.random.default_rng(0), (2, 3, N, N)))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        analysis(inputs(enc))
 
 
 def test_vig_scores_checks_the_map_size_against_the_tokens():

@@ -102,6 +102,8 @@ def test_analyses_give_finite_numbers_or_a_clear_error(entry, attn, scale):
     except Exception as error:  # noqa: BLE001
         assert_clear(error, ATTENTION_NAMES)
     else:
+        if isinstance(result, str):  # classify_map: the map's kind
+            return
         values = result.select_dtypes("number").to_numpy() if hasattr(result, "select_dtypes") else result
         values = values[0] if isinstance(values, tuple) else values
         assert np.isfinite(np.asarray(values, dtype=float)).all()

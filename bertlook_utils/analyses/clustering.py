@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 
 from ..core.conventions import head_label
-from ..engine.extract import Batch, KeepExamples, Reducer, reduce
+from ..engine.extract import Batch, KeepExamples, Reducer, encoded_batches, reduce
 from ..core.models import Encoded, Encoder
 from .surface import BROAD_ENTROPY, BROAD_MAX_WEIGHT, EntropyStats, TokenStats, broad_heads
 
@@ -131,12 +131,8 @@ def _add_cross_terms(half: torch.Tensor, cross: torch.Tensor) -> None:
 def js_distances(encodeds: Iterable[Encoded]) -> np.ndarray:
     """[L*H, L*H] summed Jensen–Shannon divergences (nats) between heads; head index (layer-1)*H + (head-1)."""
     reducer = JSDistances()
-    seen = False
-    for enc in encodeds:
-        reducer.update(Batch.from_encoded(enc))
-        seen = True
-    if not seen:
-        raise ValueError("js_distances needs at least one Encoded input")
+    for batch in encoded_batches(encodeds):
+        reducer.update(batch)
     return reducer.distances()
 
 

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.conventions import check_attention, head_frame, head_label, is_punctuation
-from ..engine.extract import Batch, KeepExamples, Reducer, reduce
+from ..core.conventions import head_frame, head_label, is_punctuation
+from ..engine.extract import Batch, KeepExamples, Reducer, encoded_batches, reduce
 from ..core.models import Encoded, Encoder
 
 TOKEN_COLUMNS = ("self", "prev", "next", "cls", "sep", "sep_sep", "rest_sep", "punct")
@@ -161,8 +161,8 @@ class EntropyStats(_MeanOverInputs):
 
 
 def _over_encoded(reducer: _MeanOverInputs, encodeds: Iterable[Encoded]) -> pd.DataFrame:
-    for enc in encodeds:
-        reducer.update(Batch.from_encoded(enc))
+    for batch in encoded_batches(encodeds):
+        reducer.update(batch)
     return reducer.frame()
 
 
@@ -287,15 +287,7 @@ def vig_scores(encodeds: Iterable[Encoded]) -> pd.DataFrame:
     delimiter: mass on [CLS] and [SEP]; other_words: from ordinary tokens, mass on ordinary tokens that are
     neither neighbours nor identical. Vig's "words predictive of the word" needs a language model's
     judgement, so `other_words` only bounds it: a head scoring high there is worth looking at."""
-    scores = []
-    for enc in encodeds:
-        attn, n = np.asarray(enc.attn), enc.n_tokens
-        if attn.ndim != 4 or attn.shape[2:] != (n, n):
-            raise ValueError(f"attn must be [layers, heads, {n}, {n}] for {n} tokens, got {attn.shape}")
-        check_attention(attn)
-        scores.append(_vig_one(enc))
-    if not scores:
-        raise ValueError("vig_scores needs at least one input")
+    scores = [_vig_one(batch.inputs[0]) for batch in encoded_batches(encodeds)]
     return head_frame({k: np.nanmean(np.stack([s[k] for s in scores]), axis=0) for k in VIG_COLUMNS})
 
 

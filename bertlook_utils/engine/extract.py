@@ -93,14 +93,39 @@ class Batch:
 
     @classmethod
     def from_encoded(cls, enc: Encoded) -> "Batch":
-        """A batch of one, after checking that `enc.attn` is a finite, row-normalised [L, H, n, n] array."""
+        """A batch of one, after checking `enc`: at least one token, as many word ids and segment ids as tokens,
+        and `enc.attn` a finite, row-normalised [L, H, n, n] array."""
         attn = np.asarray(enc.attn)
         n = len(enc.tokens)
+        if n == 0:
+            raise ValueError("an input has no tokens; encode a text with Encoder.encode")
+        if len(enc.word_ids) != n or len(enc.segment_ids) != n:
+            raise ValueError(f"an input has {n} tokens but {len(enc.word_ids)} word ids and {len(enc.segment_ids)} "
+                             "segment ids; give one of each per token")
         if attn.ndim != 4 or attn.shape[2:] != (n, n):
             raise ValueError(f"attn must be [layers, heads, {n}, {n}] for {n} tokens, got {attn.shape}")
         check_attention(attn)
         return cls.build(torch.from_numpy(attn.astype(np.float32)).unsqueeze(0), torch.ones(1, n, dtype=torch.bool),
                          [enc], enc.cls_token, enc.sep_token)
+
+
+def encoded_batches(encodeds: Iterable[Encoded]) -> Iterator[Batch]:
+    """One `Batch.from_encoded` per input, in order, after checking that every input has the first one's layers
+    and heads (inputs of one model); ValueError when there is none."""
+    shape = None
+    for i, enc in enumerate(encodeds):
+        try:
+            batch = Batch.from_encoded(enc)
+        except ValueError as error:
+            raise ValueError(f"input {i}: {error}") from None
+        if shape is None:
+            shape = batch.attn.shape[1:3]
+        elif batch.attn.shape[1:3] != shape:
+            raise ValueError(f"input {i} has {batch.attn.shape[1]} layers x {batch.attn.shape[2]} heads but input 0 "
+                             f"has {shape[0]} x {shape[1]}: give inputs encoded by one model")
+        yield batch
+    if shape is None:
+        raise ValueError("no inputs: give at least one Encoded input")
 
 
 def batches(encoder: Encoder, items: Sequence, batch_size: int = 32, attention: bool = True,
