@@ -1,0 +1,187 @@
+"""Notebook 08 (Kovaleva et al. §4.1, §4.3: attention patterns and what fine-tuning changes): the numbers its prose
+and checks use.
+
+Accuracy gaps are in points (100 x the difference of two accuracies of `finetune.task_scores`); pattern shares are
+fractions of all maps, with the intervals of `patterns.classifier_shares` (refit bands) and `patterns.label_shares`
+(Wilson); cosine similarities per layer are `patterns.map_similarity`'s means over heads; layers are 1-indexed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from ...analyses.finetune import Score, Stage
+from ...analyses.patterns import label_shares, to_pattern
+from ...present import paper
+
+RULES, LEARNED, CNN = "rules", "learned", "CNN"  # the classifiers' names in the notebook's tables
+UNPATTERNED = ["heterogeneous", "broad"]  # the paper's heterogeneous kind: broad maps counted with it
+
+
+# -- fine-tuning against the baselines --------------------------------------------------------------
+@dataclass(frozen=True)
+class TaskGains:
+    """What fine-tuning gains per task (in the order of `tasks`), in points: over the untrained head, over a linear
+    head on the frozen mean-pooled states and on the frozen `[CLS]` state."""
+
+    tasks: tuple[str, ...]
+    over_untrained: tuple[float, ...]  # fine-tuned - untrained head, per task
+    mean_over_untrained: float  # its mean over tasks
+    min_over_untrained: float  # its smallest
+    over_mean: tuple[float, ...]  # fine-tuned - frozen mean-pooled, per task
+    min_over_mean: float  # its smallest
+    over_cls: tuple[float, ...]  # fine-tuned - frozen [CLS], per task
+    mean_beats_cls: int  # tasks on which the frozen mean-pooled head scores above the frozen [CLS] one
+    untrained_off_majority: float  # largest |untrained head - majority class| over tasks
+
+
+def task_gains(scores: pd.DataFrame) -> TaskGains:
+    """scores: `finetune.task_scores` (one row per task, one accuracy column per `finetune.Score`)."""
+    def points(baseline: Score) -> pd.Series:
+        return 100 * (scores[Score.FINE_TUNED] - scores[baseline])
+
+    gain, over_mean, over_cls = points(Score.UNTRAINED), points(Score.FROZEN_MEAN), points(Score.FROZEN_CLS)
+    return TaskGains(
+        tasks=tuple(str(task) for task in scores.index), over_untrained=tuple(map(float, gain)),
+        mean_over_untrained=float(gain.mean()), min_over_untrained=float(gain.min()),
+        over_mean=tuple(map(float, over_mean)), min_over_mean=float(over_mean.min()),
+        over_cls=tuple(map(float, over_cls)),
+        mean_beats_cls=int((scores[Score.FROZEN_MEAN] > scores[Score.FROZEN_CLS]).sum()),
+        untrained_off_majority=float((100 * (scores[Score.UNTRAINED] - scores[Score.MAJORITY])).abs().max()))
+
+
+# -- the classifiers against the hand labels ---------------------------------------------------------
+def confused_pairs(first: Sequence[str], second: Sequence[str]) -> pd.Series:
+    """Where two labellings of the same maps differ: (kind, kind) in alphabetical order -> how many maps, most
+    frequent first."""
+    return pd.Series([tuple(sorted(pair)) for pair in zip(first, second) if pair[0] != pair[1]]).value_counts()
+
+
+@dataclass(frozen=True)
+class ClassifierAgreement:
+    """The cross-validated classifiers against the hand labels (accuracy a fraction, macro-F1 and F1 per kind in
+    [0, 1]); the best is the one with the highest macro-F1 over the six kinds."""
+
+    best: str  # the best classifier's name (a row of the table)
+    accuracy: float  # its accuracy
+    macro_f1: float  # its macro-F1, six kinds
+    macro_f1_five: float  # its macro-F1 with broad counted as heterogeneous (the paper's five kinds)
+    f1_vertical: float  # its F1 on vertical maps
+    f1_other_max: float  # its largest F1 on any other kind
+    rules_macro_f1: float  # the rules' macro-F1
+    rules_f1_block: float  # the rules' F1 on block maps
+    cnn_macro_f1: float  # the CNN's macro-F1
+    max_macro_f1: float  # the largest macro-F1 of any classifier
+    max_accuracy: float  # the largest accuracy of any classifier
+    confused: tuple[tuple[str, str, int], ...]  # the best's most frequent confusions: (kind, kind, maps)
+    n_confused_wavered: int  # how many of those pairs the labeller's second look also confused
+
+
+def classifier_agreement(table: pd.DataFrame, truth: Sequence[str], predicted: Mapping[str, Sequence[str]],
+                         first_look: Sequence[str], second_look: Sequence[str], top: int = 3) -> ClassifierAgreement:
+    """table: one row per classifier (at least `RULES` and `CNN`) with columns accuracy, macro-F1, "macro-F1, five
+    kinds" and "F1 <kind>"; truth: the hand labels; predicted: classifier (a row of the table) -> its out-of-fold
+    labels of the same maps; first_look, second_look: the labeller's two labels of the relabelled maps; top: how
+    many of the best's confusions to keep."""
+    best = str(table["macro-F1"].idxmax())
+    f1 = table.loc[best].filter(like="F1 ")  # the per-kind columns
+    confused = confused_pairs(truth, predicted[best]).head(top)
+    wavered = set(confused_pairs(first_look, second_look).index)
+    return ClassifierAgreement(
+        best=best, accuracy=float(table.loc[best, "accuracy"]), macro_f1=float(table.loc[best, "macro-F1"]),
+        macro_f1_five=float(table.loc[best, "macro-F1, five kinds"]), f1_vertical=float(f1["F1 vertical"]),
+        f1_other_max=float(f1.drop(["F1 vertical"]).max()), rules_macro_f1=float(table.loc[RULES, "macro-F1"]),
+        rules_f1_block=float(table.loc[RULES, "F1 block"]), cnn_macro_f1=float(table.loc[CNN, "macro-F1"]),
+        max_macro_f1=float(table["macro-F1"].max()), max_accuracy=float(table["accuracy"].max()),
+        confused=tuple((a, b, int(n)) for (a, b), n in confused.items()),
+        n_confused_wavered=len(set(confused.index) & wavered))
+
+
+# -- the heterogeneous share -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class HeterogeneousShare:
+    """The heterogeneous share counted the paper's way (broad maps included) over every (task, model), by a
+    classifier over all maps and by the random sample of hand labels, against the paper's range; and, for one task,
+    whether fine-tuning raises it beyond the refit bands and the labels' intervals."""
+
+    classifier: str  # the classifier read: the learned model when there is one, else the rules
+    unpatterned_min: float  # its smallest heterogeneous + broad share over (task, model)
+    unpatterned_max: float  # its largest
+    largest_kinds: tuple[str, ...]  # the kinds that are its largest for some (task, model), sorted
+    labels_min: float  # the labels' smallest heterogeneous share (broad included) over (task, model)
+    labels_max: float  # their largest
+    labels_high_max: float  # the largest upper end of their Wilson intervals
+    layer_one_min: float  # by the rules, the smallest heterogeneous + broad share of layer 1's maps, over (task, model)
+    layer_one_max: float  # the largest
+    top_layers: tuple[int, ...]  # the layers with the largest heterogeneous + broad share (rules) of some (task, model)
+    labels_tuned_low: float  # for `task`: the labels' lower Wilson end for the heterogeneous share, fine-tuned
+    labels_pretrained_high: float  # and their upper end, pre-trained
+    band_gap: float  # for `task`, min over classifiers of fine-tuned band low - pre-trained band high (> 0: apart)
+    paper_low: float  # the paper's lowest heterogeneous share (MRPC)
+    paper_high: float  # its highest (QQP)
+
+
+def heterogeneous_share(overall: Mapping[str, pd.DataFrame], by_model: pd.DataFrame,
+                        per_layer: Mapping[object, pd.DataFrame], classifiers: Sequence[str],
+                        task: str = "topic") -> HeterogeneousShare:
+    """overall: name -> long frame (task, model: a `finetune.Stage`, kind, share, low, high) of the shares over all
+    layers, for each classifier in `classifiers` (`patterns.classifier_shares`' layer "all"); per_layer: (task,
+    model) -> the rules' shares per layer (`patterns.shares_by_layer`); by_model: the hand labels with a model
+    column (a `finetune.Stage`); task: the task whose change under fine-tuning is read."""
+    five = label_shares(by_model.assign(label=to_pattern(by_model["label"])), by=("task", "model"))
+    five = five[five["kind"] == "heterogeneous"].set_index(["task", "model"])
+    read = LEARNED if LEARNED in classifiers else RULES
+    best = overall[read].set_index(["task", "model", "kind"])["share"]
+    unpatterned = best.xs("heterogeneous", level="kind") + best.xs("broad", level="kind")
+    layer_one = [shares.loc[1, UNPATTERNED].sum() for shares in per_layer.values()]
+
+    def heterogeneous(frame: pd.DataFrame, stage: Stage) -> pd.Series:
+        return frame.set_index(["task", "model", "kind"]).loc[(task, stage, "heterogeneous")]
+
+    low, high = paper.DARK_SECRETS["heterogeneous_share"]
+    return HeterogeneousShare(
+        classifier=read, unpatterned_min=float(unpatterned.min()), unpatterned_max=float(unpatterned.max()),
+        largest_kinds=tuple(sorted(set(best.unstack("kind").idxmax(axis=1)))),
+        labels_min=float(five["share"].min()), labels_max=float(five["share"].max()),
+        labels_high_max=float(five["high"].max()),
+        layer_one_min=float(min(layer_one)), layer_one_max=float(max(layer_one)),
+        top_layers=tuple(sorted({int(shares[UNPATTERNED].sum(axis=1).idxmax()) for shares in per_layer.values()})),
+        labels_tuned_low=float(five.loc[(task, Stage.FINE_TUNED), "low"]),
+        labels_pretrained_high=float(five.loc[(task, Stage.PRETRAINED), "high"]),
+        band_gap=float(min(heterogeneous(overall[name], Stage.FINE_TUNED)["low"]
+                           - heterogeneous(overall[name], Stage.PRETRAINED)["high"] for name in classifiers)),
+        paper_low=float(low), paper_high=float(high))
+
+
+# -- which layers fine-tuning changes -------------------------------------------------------------
+@dataclass(frozen=True)
+class LayerChange:
+    """Which layers' maps fine-tuning changes most, by the mean cosine similarity per layer (1 = unchanged)."""
+
+    most_changed: tuple[int, ...]  # every layer among the two of lowest similarity for some task, sorted
+    last_two: tuple[int, int]  # the model's last two layers
+    first_two_min: float  # the lowest similarity of layers 1 and 2 over tasks
+
+
+def layer_change(by_layer: pd.DataFrame) -> LayerChange:
+    """by_layer: one row per layer (index 1..L), one column of mean cosine similarities per task."""
+    lowest_two = {layer for _, column in by_layer.items() for layer in column.nsmallest(2).index}
+    last = int(by_layer.index.max())
+    return LayerChange(most_changed=tuple(sorted(int(layer) for layer in lowest_two)), last_two=(last - 1, last),
+                       first_two_min=float(by_layer.loc[[1, 2]].min().min()))
+
+
+# -- the hand labels --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LabelSample:
+    """The hand-labelled maps: all of them, and those drawn at random (the rest are targeted at rare kinds)."""
+
+    n_maps: int
+    n_random: int
+
+
+def label_sample(labels: pd.DataFrame) -> LabelSample:
+    """labels: `patterns.load_labels` (one row per map, with a sample column: "random" or "targeted")."""
+    return LabelSample(n_maps=len(labels), n_random=int((labels["sample"] == "random").sum()))
