@@ -101,11 +101,11 @@ HAND_LABELS = compare.HandLabels(pd.Series({"rules": 0.66, "learned": 0.71}), 0.
                                               ("topic", "fine-tuned", "broad", 0.05, 0.0, 0.1)]))
 
 
-def held(task: str = "sentiment") -> disabling.HeldOut:
+def held(task: str = "sentiment", head: str = "1-2") -> disabling.HeldOut:
     """Head 1-2 chosen on the selection half (+50 points) changes nothing on the evaluation half; layer 1 +10."""
-    picks = pd.DataFrame({"label": ["1-2", "1"], "selection": [0.5, 0.2], "evaluation": [0.0, 0.1],
+    picks = pd.DataFrame({"label": [head, "1"], "selection": [0.5, 0.2], "evaluation": [0.0, 0.1],
                           "low": [-0.1, 0.0], "high": [0.1, 0.2]}, index=["best head", "best layer"])
-    return disabling.HeldOut(task, picks, pd.Series([0.0], index=["1-2"]), {"selection": 0.5, "evaluation": 0.5}, 4, 4)
+    return disabling.HeldOut(task, picks, pd.Series([0.0], index=[head]), {"selection": 0.5, "evaluation": 0.5}, 4, 4)
 
 
 def heads_inputs() -> dict:
@@ -275,6 +275,12 @@ def test_dark_secrets_heads_reads_the_held_out_choice():
                                                           "1-2 +50.0 -> +0.0 [-10.0, +10.0] (sentiment)")
     assert found["best layer disabling (§4.6)"] == "held out: 1 +10.0 [+0.0, +20.0] (sentiment)"
     assert found["best head over fine-tuning seeds"] == "sentiment, 2 seeds: held-out change +0.0, +0.0 points"
+    differs = dict(zip(table["quantity"], table["what differs"]))
+    assert differs["best single-head disabling (§4.6)"].endswith("; 4 inputs per half")  # the halves' size, rendered
+    assert differs["best head over fine-tuning seeds"] == "every seed chooses the same head"
+    other = compare.dark_secrets_heads(**{**heads_inputs(), "seeds": {0: held(), 1: held(head="2-1")}})
+    assert dict(zip(other["quantity"], other["what differs"]))["best head over fine-tuning seeds"] == (
+        "the chosen head differs between seeds")
 
 
 def test_beyond_attention_reads_each_later_finding_off_the_results():
