@@ -37,6 +37,8 @@ NOT_ONE_INDEXED = {
     "analyses.norms.head_vectors", "analyses.norms.decompose_layer", "analyses.norms.contribution_norms",
     # labels, not indices: no model to check against, and run_label's 0 means "nothing" / "the whole layer"
     "core.conventions.head_label", "analyses.disabling.run_label",
+    # records of a reading: their fields hold the head an analysis found, they look nothing up by it
+    "lab.readings.nb00.StrongestHead.__init__", "lab.readings.nb02.SinkAblationReading.__init__",
     # `head` is not an attention head: a classifier module, a word's syntactic head
     "analyses.disabling.scan_logits", "analyses.finetune.FineTuned.__init__", "data.corefdata.Mention.__init__",
     "data.parsecheck.Arc.__init__",
