@@ -111,3 +111,87 @@ def test_word_scores_of_a_classifier(classifier, item):
 def test_a_one_word_input_is_refused(classifier):
     with pytest.raises(ValueError, match="fewer than two words"):
         attribution.explain(classifier, "cat")
+
+
+def test_outflow_and_flow_from_a_sink_are_the_first_layer_edge_plus_the_outflow_above():
+    """A sink keeps 0.9 of itself in layers 2-3: the minimum cut to any input position j is its first-layer edge
+    to j plus what leaves it above layer 1 (every other position has capacity to spare)."""
+    rng = np.random.default_rng(3)
+    attn = random_row_stochastic(rng, (3, 2, 5, 5)).astype(np.float64)
+    attn[1:, :, 0] = [0.8, 0.05, 0.05, 0.05, 0.05]  # [CLS] attends to itself in layers 2 and 3
+    out = attribution.outflow(attn)
+    np.testing.assert_allclose(out[1:], [0.1, 0.1])  # 1 - (0.5 + 0.5 * 0.8)
+    np.testing.assert_allclose(out[0], 1 - (0.5 + 0.5 * attn[0, :, 0, 0].mean()))
+    first = attribution.residual_attention(attn)[0]
+    np.testing.assert_allclose(attribution.flow(attn)[0, 1:], first[0, 1:] + out[1:].sum(), atol=1e-6)
+    np.testing.assert_allclose(attribution.outflow(attn, 2), 1 - attribution.residual_attention(attn)[:, 2, 2])
+
+
+def released_explanation(reference, attention, rollout, flow, loo, scores) -> attribution.Explanation:
+    """A hand-built Explanation: by_token from the given [L, n] (attention, rollout) and [n] (flow, gradient)
+    relevances, by_layer from the same values on the words (every token a word)."""
+    words = [f"w{k}" for k in range(len(loo))]
+    frame = pd.DataFrame({"word": words, "leave_one_out": loo, **scores})
+    by_token = {"attention": np.array(attention, float), "rollout": np.array(rollout, float),
+                "flow": np.array(flow, float), "gradient": np.array(reference, float)}
+    return attribution.Explanation(words, 1, 0.9, frame, {"attention": by_token["attention"],
+                                                           "rollout": by_token["rollout"]}, by_token)
+
+
+def test_released_reading_paired_differences_and_agreement_on_known_ranks():
+    up, down = [1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.0]
+    explained = [released_explanation(reference=np.array(up) * k, attention=[down, up], rollout=[up, down],
+                                      flow=up, loo=np.array(up) * k,
+                                      scores={"flow": up, "grad_x_input": up, "zeroed": down})
+                 for k in (1, 2, 3)]
+    theirs = attribution.released_correlations(explained).set_index(["method", "layer"])["spearman"]
+    assert theirs[("attention", 2)] == pytest.approx(1) and theirs[("attention", 1)] == pytest.approx(-1)
+    assert theirs[("rollout", 2)] == pytest.approx(-1) and theirs[("flow", 2)] == pytest.approx(1)
+    frame = attribution.released_per_input(explained)
+    assert attribution.paired_difference(frame, ("rollout", 2), ("attention", 2)) == pytest.approx((-2, -2, -2, 3))
+    assert attribution.paired_difference(frame, ("flow", 2), ("attention", 2))[:3] == pytest.approx((0, 0, 0))
+    kit = attribution.per_input(explained)  # the kit's test: the same maps read on the [CLS] row (here: the words)
+    assert set(kit["method"]) == set(attribution.METHODS)
+    assert attribution.paired_difference(kit, ("rollout", 2), ("attention", 2))[0] == pytest.approx(-2)
+    assert attribution.agreement(explained, "grad_x_input", "flow")[0] == pytest.approx(1)
+    assert attribution.agreement(explained, "grad_x_input", "zeroed")[0] == pytest.approx(-1)
+    explained[0].by_token["flow"][:] = np.nan  # an input without flow drops out of the pairs
+    assert attribution.paired_difference(attribution.released_per_input(explained), ("flow", 2),
+                                         ("attention", 2))[3] == 2
+    with pytest.raises(ValueError, match="fewer than two"):
+        attribution.paired_difference(attribution.released_per_input(explained[:2]), ("flow", 2), ("attention", 2))
+
+
+def test_gradient_times_input_matches_finite_differences(classifier):
+    """grad_x_input[w] = ∇p · e_w, the slope of p along the word's own embeddings: (p(1 + h) − p(1 − h)) / 2h with
+    the word's embeddings scaled. `zeroed` is the same scaling at 0."""
+    item = "the cat sat on the mat"
+    e = attribution.explain(classifier, item)
+    encoder = classifier.encoder
+    prepared = encoder.prepare(item, max_tokens=classifier.max_length)
+    word_of = np.array(prepared.word_ids)
+    special = np.array([t in (encoder.cls_token, encoder.sep_token) for t in prepared.tokens])
+    masks = np.stack([(word_of == w) & ~special for w in sorted(set(word_of[~special]))]).astype(float)  # [words, n]
+    h = 1e-2
+    probs = attribution.scaled_probabilities(classifier, prepared, np.concatenate([1 + h * masks, 1 - h * masks]))
+    slope = (probs[:len(masks), e.predicted] - probs[len(masks):, e.predicted]) / (2 * h)
+    np.testing.assert_allclose(e.scores["grad_x_input"], slope, rtol=2e-2, atol=2e-5)
+    assert np.abs(slope).max() > 1e-4  # not trivially zero
+    base = attribution.scaled_probabilities(classifier, prepared, np.ones((1, len(prepared.tokens))))[0, e.predicted]
+    assert base == pytest.approx(e.probability, abs=1e-6)
+    scaled = attribution.scaled_probabilities(classifier, prepared, 1 - masks)
+    np.testing.assert_allclose(e.scores["zeroed"], base - scaled[:, e.predicted], atol=1e-6)
+    with pytest.raises(ValueError, match="scales must be"):
+        attribution.scaled_probabilities(classifier, prepared, np.ones((1, 3)))
+
+
+def test_released_reading_of_a_classifier_takes_the_maximum_over_rows(classifier):
+    item = "the cat sat on the mat"
+    e = attribution.explain(classifier, item)
+    enc = classifier.encoder.encode(item)
+    np.testing.assert_allclose(e.by_token["attention"], enc.attn.mean(1).max(1), atol=1e-5)
+    np.testing.assert_allclose(e.by_token["rollout"], attribution.rollout(enc.attn).max(1), atol=1e-5)
+    flowed = attribution.flow(enc.attn)
+    np.testing.assert_allclose(e.by_token["flow"], (flowed / flowed.sum(1, keepdims=True)).max(0), atol=1e-5)
+    assert e.by_token["gradient"].shape == (len(enc.tokens),) and (e.by_token["gradient"] >= 0).all()
+    assert np.isnan(attribution.explain(classifier, item, max_flow_tokens=3).by_token["flow"]).all()

@@ -98,7 +98,9 @@ CLASSIFIED = {"learned": share_frame([("topic", "fine-tuned", "heterogeneous", 0
                                       ("topic", "pre-trained", "heterogeneous", 0.5, 0.4, 0.6)])}
 HAND_LABELS = compare.HandLabels(pd.Series({"rules": 0.66, "learned": 0.71}), 0.9, 440,
                                  share_frame([("topic", "fine-tuned", "heterogeneous", 0.2, 0.1, 0.3),
-                                              ("topic", "fine-tuned", "broad", 0.05, 0.0, 0.1)]))
+                                              ("topic", "fine-tuned", "broad", 0.05, 0.0, 0.1),
+                                              ("topic", "pre-trained", "broad", 0.1, 0.0, 0.2)])
+                                 .assign(n=[40, 40, 20]))  # random maps per group
 
 
 def held(task: str = "sentiment", head: str = "1-2") -> disabling.HeldOut:
@@ -115,7 +117,8 @@ def heads_inputs() -> dict:
         attn[1, 1, 1] = [0, 0, 0.9, 0.1, 0, 0]  # head 2-2: the predicate (word 0) looks at its argument (word 1)
     frames = [relations.Frame(k, 0, ((1, 2),), ("dobj",)) for k in range(3)]
     layers = pd.Index([1, 2], name="layer")
-    cls = pd.DataFrame({"category": list(tokentypes.TYPES), "after": np.linspace(0.1, 0.01, len(tokentypes.TYPES))})
+    cls = pd.DataFrame({"category": list(tokentypes.EXCLUSIVE), "before": 0.1,
+                        "after": np.linspace(0.1, 0.01, len(tokentypes.EXCLUSIVE))})  # as exclusive_cls_change
     cls.loc[cls["category"] == "noun", "after"] = 0.5
     return dict(relation_scores={"shifted": relations.score_maps(maps, frames, n_draws=100)},
                 special={"sentiment": pd.DataFrame({"cls_change": [-0.01, -0.2], "sep_change": [0.005, -0.002]},
@@ -129,8 +132,10 @@ def heads_inputs() -> dict:
 def beyond_inputs() -> dict:
     """`beyond_attention`'s inputs, 2 inputs x 2 layers: [CLS] 0.2 and 0.6 of the weight but 0.02 and 0.05 of the
     norm; 0.3 and 0.2 of a token's update from the others with residual and LayerNorm (0.95 by weight); effective
-    attention takes [CLS] from 0.6 to 0.004; one of two relations keeps its head; half the heads pruned by
-    importance: 0.9 -> 0.8 (random 0.6); every vertical head removed: 0.7 (random 0.8-0.85)."""
+    attention takes [CLS] from 0.6 to 0.004; one of two relations keeps its head (both on long sentences, changes
+    -2 and +1 points); the released attribution reading at half the kit's correlations; half the heads pruned by
+    importance: 0.9 -> 0.8 (raw 0.75, random 0.6); every vertical head removed: 0.7 (random 0.8-0.85, p 0.02), only
+    their [CLS] column: 0.88."""
     share = np.zeros((2, 2, 4))  # [inputs, layers, gradients.CATEGORIES]
     share[..., gradients.CATEGORIES.index("cls")] = [0.2, 0.6]
     norm = np.zeros((2, 2, 4))
@@ -141,16 +146,20 @@ def beyond_inputs() -> dict:
                        "effective": pd.DataFrame({"cls": [0.004, 0.002], "sep": 0.0, "punct": 0.0})}, axis=1)
     syntax_heads = pd.concat({"raw": pd.DataFrame({"head": [1, 2]}, index=["det", "amod"]),
                               "effective": pd.DataFrame({"head": [1, 1]}, index=["det", "amod"])}, axis=1)
+    long_change = pd.DataFrame({"relation": ["det", "amod"], "change": [-0.02, 0.01], "kept": [True, True]})
     methods = {"attention": [0.5, 0.1], "rollout": [0.1, 0.2], "flow": [0.1, 0.3], "grad_x_input": [0.1, 0.4]}
     correlations = pd.DataFrame([(layer, method, values[layer - 1]) for method, values in methods.items()
                                  for layer in (1, 2)], columns=["layer", "method", "spearman"])
-    curves = pd.DataFrame({"heads": [0, 0, 2, 2, 2], "share": [0, 0, 0.5, 0.5, 0.5],
-                           "accuracy": [0.9, 0.9, 0.8, 0.5, 0.7],
-                           "order": ["importance", "random 0", "importance", "random 0", "random 1"]})
+    released = correlations[correlations["method"] != "grad_x_input"].assign(spearman=lambda f: f["spearman"] / 2)
+    curves = pd.DataFrame({"heads": [0, 0, 0, 2, 2, 2, 2], "share": [0, 0, 0, 0.5, 0.5, 0.5, 0.5],
+                           "accuracy": [0.9, 0.9, 0.9, 0.8, 0.75, 0.5, 0.7],
+                           "order": ["importance", "raw importance", "random 0", "importance", "raw importance",
+                                     "random 0", "random 1"]})
     removal = pd.DataFrame({"kind": ["vertical", "diagonal"], "accuracy": [0.7, 0.9], "random low": [0.8, 0.8],
-                            "random high": [0.85, 0.85]})
-    return dict(norm_result=norm_result, sinks=sinks, syntax_heads=syntax_heads, correlations=correlations,
-                curves={"topic": curves}, removal={"topic": removal}, head_size=32)
+                            "random high": [0.85, 0.85], "p": [0.02, 0.6], "cls drained": [0.88, np.nan]})
+    return dict(norm_result=norm_result, sinks=sinks, syntax_heads=syntax_heads, long_change=long_change,
+                correlations=correlations, released=released, curves={"topic": curves}, removal={"topic": removal},
+                head_size=32)
 
 
 # -- every public comparison, called once ------------------------------------------------------------
@@ -171,6 +180,7 @@ CASES = {  # function -> its keyword arguments
     "beyond_attention": beyond_inputs,
 }
 OWN_LAYOUT = {"coref_readings", "coref_learned"}  # tables beside Table 2, not in the paper-vs-this-run layout
+LAYOUTS = {"table1": compare.TABLE1_COLUMNS}  # the layout with one more column (Table 1's released notebook)
 
 
 def public_functions() -> list[str]:
@@ -187,7 +197,7 @@ def test_every_public_function_makes_a_table_of_text(name):
     table = getattr(compare, name)(**CASES[name]())
     assert isinstance(table, pd.DataFrame) and len(table) > 0
     if name not in OWN_LAYOUT:
-        assert list(table.columns) == list(compare.COLUMNS)
+        assert list(table.columns) == list(LAYOUTS.get(name, compare.COLUMNS))
         assert table.map(lambda cell: isinstance(cell, str)).all().all() and table["this run"].str.len().min() > 0
 
 
@@ -210,6 +220,24 @@ def test_surface_and_table1_read_the_heads_off_the_result():
     assert table1.loc["det", "this run"] == "2-1 (head→dep): 90.0 [85.0–95.0] | offset +1: 50.0 | n = 20"
     assert table1.loc["det", "paper"] == "8-11: 94.3 | offset +1: 51.7"
     assert table1.loc["nn", "this run"] == "–" and table1.loc["nn", "what differs"].startswith("nn is spaCy's compound")
+
+
+def test_table1_puts_the_released_notebook_beside_the_paper_and_names_where_they_disagree():
+    table1 = compare.table1(*syntax_frames()).set_index("quantity")
+    assert list(table1.columns) == list(compare.TABLE1_COLUMNS[1:])
+    assert table1.loc["det", "released notebook"] == "94.3 | 51.7" and table1.loc["det", "what differs"] == ""
+    assert table1.loc["auxpass", "paper"] == "4-10: 82.5 | offset +1: 40.5"
+    assert table1.loc["auxpass", "released notebook"] == "94.1 | 82.5"
+    assert table1.loc["auxpass", "what differs"] == "the paper's gain +42.0, its released notebook's +11.6"
+    assert table1.loc["all", "what differs"].startswith("the paper's gain +8.2, its released notebook's +8.0; silver")
+
+
+def test_table1_gains_of_the_paper_and_its_released_notebook():
+    gains = paper.table1_gains().set_index("relation")
+    assert list(gains.index) == list(paper.TABLE1["relation"])
+    assert list(gains.index[gains["differs"]]) == ["all", "auxpass"]
+    np.testing.assert_allclose(gains.loc["auxpass", ["paper", "released"]].to_numpy(float), [42.0, 11.6])
+    np.testing.assert_allclose(gains.loc["dobj", ["paper", "released"]].to_numpy(float), [46.8, 46.8])
 
 
 def test_table2_puts_each_system_beside_the_papers_row_of_the_same_id():
@@ -258,6 +286,8 @@ def test_dark_secrets_patterns_reads_each_finding_off_the_results(labelled):
         assert found["classifier vs hand labels"] == ("macro-F1 0.71 (learned; rules 0.66), 440 maps, cross-validated; "
                                                       "the labeller agrees with himself on 90%")
         assert found["heterogeneous share (fine-tuned), from the labels"] == "25% (topic)"
+        differs = dict(zip(table["quantity"], table["what differs"]))
+        assert differs["heterogeneous share (fine-tuned), from the labels"] == "random maps per task: 40 (topic)"
     else:
         assert found["classifier vs hand labels"].startswith("not measured (")
         assert "heterogeneous share (fine-tuned), from the labels" not in found
@@ -290,13 +320,15 @@ def test_beyond_attention_reads_each_later_finding_off_the_results():
     assert found[f"context mixing ({paper.KOBAYASHI_2021})"] == (
         "share from other tokens: by weight 0.95-0.95, with residual and LayerNorm 0.20-0.30")
     assert found[f"effective attention ({paper.BRUNNER})"] == (
-        "[CLS] 0.60 -> 0.004 (largest layer mean); 1 of 2 relations keep their best syntax head")
+        "[CLS] 0.60 -> 0.004 (largest layer mean); 1 of 2 relations keep their best syntax head; on long sentences "
+        "only 2 of 2, accuracy changes -2.0 to +1.0 points")
     assert found[f"rollout and flow ({paper.ABNAR})"] == (
         "Spearman with leave-one-out, last layer: attention 0.10, rollout 0.20, flow 0.30, gradient x input 0.40; "
-        "raw attention best in layer 1 (0.50)")
+        "raw attention best in layer 1 (0.50); their released reading (max over rows, against |gradient|): "
+        "attention 0.05, rollout 0.10, flow 0.15")
     assert found[f"pruning by importance ({paper.MICHEL}; {paper.BUDHRAJA})"] == (
-        "half the heads removed: 0.90 -> 0.80 (random 0.60) (topic)")
+        "half the heads removed: 0.90 -> 0.80 (raw 0.75, random 0.60) (topic)")
     assert found["removing one pattern's heads (Kovaleva patterns)"] == (
-        "every vertical head: 0.70 vs random 0.80-0.85 (topic)")
+        "every vertical head: 0.70 vs random 0.80-0.85 (p 0.02); only their [CLS] column: 0.88 (topic)")
     assert "32 dimensions per head" in dict(zip(table["quantity"], table["what differs"]))[
         f"effective attention ({paper.BRUNNER})"]

@@ -272,6 +272,9 @@ def test_random_heads_and_the_tables():
     assert table.loc["seed 2", ("best head", "high")] == results[2].picks.loc["best head", "high"]
     tasks = disabling.held_out_table({"topic": results[0], "sentiment": results[1]})
     assert list(tasks.index) == ["topic", "sentiment"] and ("accuracy", "evaluation") in tasks.columns
+    for pick in disabling.PICKS:  # the evaluation inputs each pick turns right and wrong, as counts
+        assert tasks.loc["sentiment", [(pick, "gained"), (pick, "lost")]].tolist() == (
+            results[1].picks.loc[pick, ["gained", "lost"]].tolist())
     with pytest.raises(ValueError, match="at least two seeds"):
         disabling.seeds_table({0: results[0]})
     scan = random_scan()
@@ -281,6 +284,37 @@ def test_random_heads_and_the_tables():
         disabling.seeds_table({0: results[0], 1: other})
     with pytest.raises(ValueError, match="no held-out results"):
         disabling.held_out_table({})
+
+
+def test_input_flips_and_near_ties_count_which_inputs_the_single_heads_move():
+    """Runs: 0 nothing, 1-4 the heads, 5-6 the layers. Input 0 is right by a margin of 0.05 and lost under heads
+    1-3 (and layer 1, which is no single head); input 1 is wrong by 0.02 and gained under heads 1 and 4; input 2
+    is right by 2 and lost under head 2; inputs 3-5 never move; input 5 is outside the inputs read."""
+    correct = np.ones((6, 7), dtype=bool)
+    correct[0, [1, 2, 3, 5]] = False
+    correct[1] = False
+    correct[1, [1, 4]] = True
+    correct[2, 2] = False
+    margin = np.ones((6, 7))
+    margin[0], margin[1], margin[2] = 0.05, 0.02, 2.0
+    scan = scan_from_correct(correct, margin)
+    inputs = np.arange(5)
+    table = disabling.input_flips(scan, inputs)
+    assert table["input"].tolist() == [0, 1, 2, 3, 4]  # most often flipped first, then by input
+    assert table[["gained", "lost", "flips"]].values.tolist() == [[0, 3, 3], [2, 0, 2], [0, 1, 1], [0, 0, 0], [0, 0, 0]]
+    assert table["margin"].tolist() == pytest.approx([0.05, 0.02, 2.0, 1.0, 1.0])
+    assert table["correct"].tolist() == [True, False, True, True, True]
+    assert table["runner_up_true"].tolist() == [False, True, False, False, False]  # two labels: wrong = true second
+    ties = disabling.near_ties(scan, inputs, 0.1)
+    assert (ties.n_inputs, ties.n_heads, ties.close, ties.close_right) == (5, 4, 2, 1)
+    assert (ties.flips, ties.close_flips, ties.gained, ties.lost) == (6, 5, 2, 4)
+    assert ties.close_share == pytest.approx(5 / 6)
+    assert ties.mean_change == pytest.approx((2 - 4) / 20) and ties.mean_change_far == pytest.approx(-1 / 20)
+    held = disabling.held_out(scan, np.array([5]), inputs)
+    assert ties.mean_change == pytest.approx(held.random_heads()["mean"])  # the random heads' mean, by inputs
+    assert disabling.near_ties(scan, inputs, 3.0).mean_change_far == 0  # every input close: nothing left to move
+    with pytest.raises(ValueError, match="above 0"):
+        disabling.near_ties(scan, inputs, 0)
 
 
 @pytest.mark.parametrize("selection, evaluation, message", [
@@ -323,18 +357,21 @@ def test_the_heads_comparison_reads_each_finding_off_the_results():
     scores = {"shifted": relations.score_maps(maps, frames, n_draws=100)}
     layers = pd.Index([1, 2], name="layer")
     special = {"sentiment": pd.DataFrame({"cls_change": [-0.01, -0.2], "sep_change": [0.005, -0.002]}, index=layers)}
-    cls = pd.DataFrame({"category": list(tokentypes.TYPES), "after": np.linspace(0.1, 0.01, len(tokentypes.TYPES))})
-    cls.loc[cls["category"] == "noun", "after"] = 0.5
+    cls = pd.DataFrame({"category": list(tokentypes.EXCLUSIVE), "before": 0.1,
+                        "after": np.linspace(0.1, 0.01, len(tokentypes.EXCLUSIVE))})
+    cls.loc[cls["category"] == "noun", ["before", "after"]] = [0.4, 0.5]
+    cls.loc[cls["category"] == tokentypes.UNTYPED, "after"] = 0.6  # more than nouns, but not a typed category
     stripes = pd.DataFrame({"threshold": [0.1, 0.2], "special or punct.": [0.7, 0.95], "linguistic": [0.2, 0.03]})
     table = compare.dark_secrets_heads(scores, special, {"sentiment": cls}, stripes, {"sentiment": result},
                                        {0: result, 1: result})
     found = dict(zip(table["quantity"], table["this run"]))
     assert list(table.columns) == list(compare.COLUMNS)
-    assert found["relation-specific heads (§4.2)"].startswith("shifted null: ") and "best 2-2 (0.90)" in found[
-        "relation-specific heads (§4.2)"]
+    assert found["relation-specific heads (§4.2)"].startswith("1 of 4 heads above it: 2-2 (0.90), effect over the "
+                                                              "null [95 %]: shifted +")
     assert found["[CLS] and [SEP] after fine-tuning (§4.5)"] == ("[CLS] -0.20 in layer 2, [SEP] at most 0.005 "
                                                                  "(sentiment)")
-    assert found["what [CLS] attends to in the last layer (§4.5)"].startswith("noun 0.50, [SEP] 0.09")
+    assert found["what [CLS] attends to in the last layer (§4.5)"] == (
+        "noun 0.40 -> 0.50, [SEP] 0.09, other words 0.60 (sentiment)")
     assert found["where vertical stripes fall (§4.4)"] == ("special tokens or punctuation 95-95 % of stripes, "
                                                            "linguistic types 3-3 %")
     assert found["best single-head disabling (§4.6)"].startswith("chosen on one half -> scored on the other [95 %]: "

@@ -271,14 +271,15 @@ def explanation(words: int = 5) -> attribution.Explanation:
 
 def importance_frames() -> dict[str, pd.DataFrame]:
     """task -> `importance.head_importance`."""
-    return {"topic": per_head("importance", "low", "high")}
+    return {"topic": per_head("importance", "low", "high", "normalised")}
 
 
 def pruning_frames() -> dict[str, pd.DataFrame]:
-    """task -> `importance.pruning_curves`: least important first and two random orders."""
+    """task -> `importance.pruning_curves(...).frame`: least important first (normalised and raw) and two random
+    orders."""
     shares = np.linspace(0, 1, 4)
     rows = [(order, s, round(s * L * H), 1 - s * rng.uniform(0.3, 0.6)) for order in
-            ("importance", "random 1", "random 2") for s in shares]
+            ("importance", "raw importance", "random 1", "random 2") for s in shares]
     return {"topic": pd.DataFrame(rows, columns=["order", "share", "heads", "accuracy"])}
 
 
@@ -288,6 +289,7 @@ def removal_frames() -> dict[str, pd.DataFrame]:
     random = rng.uniform(0.6, 0.8, len(kinds))
     return {"topic": pd.DataFrame({"kind": kinds, "heads": [1, 2, 3], "accuracy": rng.uniform(0.5, 0.9, len(kinds)),
                                    "random": random, "random low": random - 0.1, "random high": random + 0.1,
+                                   "p": 0.5, "cls drained": [np.nan, np.nan, 0.85], "sets": 10, "full layers": 0,
                                    "none": 0.9})}
 
 

@@ -39,6 +39,7 @@ NOT_ONE_INDEXED = {
     "core.conventions.head_label", "analyses.disabling.run_label",
     # records of a reading: their fields hold the head an analysis found, they look nothing up by it
     "lab.readings.nb00.StrongestHead.__init__", "lab.readings.nb02.SinkAblationReading.__init__",
+    "lab.readings.nb09.Effect.__init__",
     # `head` is not an attention head: a classifier module, a word's syntactic head
     "analyses.disabling.scan_logits", "analyses.finetune.FineTuned.__init__", "data.corefdata.Mention.__init__",
     "data.parsecheck.Arc.__init__",
@@ -120,6 +121,8 @@ CASES = {
         lambda layer, head, tiny: token_types().stripe_table(layer=layer), L, None),
     "analyses.tokentypes.cls_change": (
         lambda layer, head, tiny: tokentypes.cls_change(*[token_types()] * 2, layer), L, None),
+    "analyses.tokentypes.exclusive_cls_change": (
+        lambda layer, head, tiny: tokentypes.exclusive_cls_change(*[token_types()] * 2, layer), L, None),
     "present.figures.clark.relation_head": (
         lambda layer, head, tiny: figures.relation_head(parsed(), layer, head, "det"), L, H),
     "present.viz.head_map": (lambda layer, head, tiny: viz.head_map(encoded(), layer, head), L, H),

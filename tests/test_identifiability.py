@@ -86,3 +86,42 @@ def test_signed_maps_go_to_word_level_only_when_declared(tiny):
         to_word_level(signed, [0, 1, 1])
     with pytest.raises(ValueError, match="renormalises"):
         to_word_level(signed, [0, 1, 1], "max", signed=True)
+
+
+def test_leverage_is_small_for_a_short_value_vector_and_sums_to_the_rank():
+    values = torch.zeros(4, 2, dtype=torch.float64)
+    values[0, 0], values[1, 0], values[2, 1] = 0.1, 1.0, 1.0  # token 0's value is a tenth of token 1's, same line
+    lev = identifiability.leverage(values).numpy()
+    np.testing.assert_allclose(lev, [0.01 / 1.01, 1 / 1.01, 1, 0], atol=1e-12)
+    assert lev.sum() == pytest.approx(2)
+    np.testing.assert_array_equal(identifiability.null_dimension_bound(np.array([10, 32, 40, 100]), 32), [0, 0, 8, 68])
+
+
+def head_scores(correct_by_head: np.ndarray, sentence: np.ndarray):
+    """HeadScores of words all of relation det, whose dep->head outcome per head is `correct_by_head` [N, H]
+    (one layer)."""
+    from bertlook_utils.analyses.syntax import HeadScores
+
+    n, heads = correct_by_head.shape
+    own = np.zeros((n, 2, 1, heads), dtype=bool)
+    own[:, 0, 0] = correct_by_head
+    return HeadScores(own, np.zeros_like(own), np.zeros((n, 1), bool), np.zeros((n, 1), bool), np.zeros(n, bool),
+                      np.zeros(n, bool), np.array(["det"] * n), sentence, offsets=(-1,))
+
+
+def test_syntax_change_scores_the_chosen_head_on_both_maps_with_a_paired_interval():
+    sentence = np.array([0, 0, 1, 1, 2, 2])
+    raw = head_scores(np.array([[True, False]] * 6), sentence)  # head 1 right everywhere
+    after = np.array([[True, True]] * 6)
+    after[:2, 0] = False  # effective: head 1 wrong on sentence 0, head 2 now right everywhere
+    effective = head_scores(after, sentence)
+    table = identifiability.syntax_change(raw, effective, raw, ["det"], n_boot=200).iloc[0]
+    assert (table["layer"], table["head"], table["direction"]) == (1, 1, "dep->head")
+    assert (table["raw"], table["effective"], table["n"]) == (1.0, pytest.approx(4 / 6), 6)
+    assert table["change"] == pytest.approx(-1 / 3)
+    assert -1 <= table["low"] <= -1 / 3 <= table["high"] <= 0
+    assert not table["kept"]  # the best effective head is head 2
+    same = identifiability.syntax_change(raw, raw, effective, ["det"], n_boot=50).iloc[0]
+    assert (same["head"], same["change"], same["low"], same["high"], same["kept"]) == (2, 0, 0, 0, True)
+    with pytest.raises(ValueError, match="same words"):
+        identifiability.syntax_change(raw, raw.take([0, 1]), raw, ["det"])

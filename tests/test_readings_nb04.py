@@ -72,6 +72,17 @@ def test_table1_sorts_relations_by_gain_with_inclusive_modest_band():
     assert (reading.paper_nn_accuracy, reading.paper_nn_baseline) == (70.4, 70.2)
 
 
+def test_table1_reads_the_released_notebook_beside_the_paper():
+    reading = nb04.table1(HEADS, BASELINE)  # no auxpass row here
+    assert (reading.released_all_accuracy, reading.released_all_baseline) == (34.7, 26.7)
+    assert reading.all_gap_to_released == pytest.approx(33.2 - 34.7)
+    (relation, theirs, released, mine), = reading.disagreements
+    assert (relation, theirs, released) == ("auxpass", pytest.approx(42.0), pytest.approx(11.6)) and math.isnan(mine)
+    with_auxpass = nb04.table1(pd.concat([HEADS, heads_frame([("auxpass", 3, 9, 0.89, 700)])]),
+                               pd.concat([BASELINE, baseline_frame([("auxpass", 1, 0.81)])]))
+    assert with_auxpass.disagreements[0][3] == pytest.approx(8.0)
+
+
 def test_table1_reads_the_rare_relation_and_the_rule_of_three():
     reading = nb04.table1(HEADS, BASELINE)
     assert (reading.rare, reading.rare_n, reading.rare_hits) == ("prt", 74, 74)

@@ -2,12 +2,14 @@
 shares and similarities whose answers are known by construction."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from bertlook_utils.analyses.finetune import Score, Stage
 from bertlook_utils.analyses.patterns import KINDS
 from bertlook_utils.core.intervals import wilson_interval
+from bertlook_utils.data.tasks import Example, TaskData
 from bertlook_utils.lab.readings import nb08
 from bertlook_utils.present import paper
 
@@ -34,6 +36,16 @@ def test_task_gains_counts_a_tie_as_no_win_and_keeps_a_loss_negative():
     got = nb08.task_gains(scores({"t": (0.5, 0.5, 0.6, 0.6, 0.55)}))
     assert got.mean_beats_cls == 0
     assert got.min_over_mean == pytest.approx(-5.0) and got.untrained_off_majority == 0.0
+
+
+def task(name: str, n_train: int, n_test: int) -> TaskData:
+    return TaskData(name, ("a", "b"), tuple(Example("x", None, 0) for _ in range(n_train)),
+                    tuple(Example("y", None, 1) for _ in range(n_test)))
+
+
+def test_task_sizes_lists_each_distinct_split_size_once_ascending():
+    got = nb08.task_sizes({"t": task("t", 48, 16), "u": task("u", 12, 16), "v": task("v", 48, 4)})
+    assert got.n_tasks == 3 and got.n_train == (12, 48) and got.n_test == (4, 16)
 
 
 # -- the classifiers against the hand labels ---------------------------------------------------------
@@ -128,10 +140,26 @@ def test_heterogeneous_share_reads_the_learned_model_labels_and_layers():
     assert got.labels_high_max == pytest.approx(wilson_interval(4, 10)[1])
     assert got.labels_tuned_low == pytest.approx(wilson_interval(4, 10)[0])
     assert got.labels_pretrained_high == pytest.approx(wilson_interval(2, 10)[1])
+    assert got.labels_tuned_high == pytest.approx(wilson_interval(4, 10)[1])
+    assert got.labels_n == (10,)
+    # the paper's lowest share, 0.32, is inside both groups' Wilson intervals (2 of 10 reach 0.51, 4 of 10 0.69)
+    assert got.labels_reach_paper == (("topic", "fine-tuned"), ("topic", "pre-trained"))
     assert got.layer_one_min == pytest.approx(0.4) and got.layer_one_max == pytest.approx(0.7)
     assert got.top_layers == (1,)
     assert got.band_gap == pytest.approx(0.02)  # learned: 0.16 - 0.14; rules: 0.15 - 0.12
     assert (got.paper_low, got.paper_high) == paper.DARK_SECRETS["heterogeneous_share"]
+    assert (got.paper_low_task, got.paper_high_task) == paper.DARK_SECRETS["heterogeneous_tasks"]
+
+
+def test_heterogeneous_share_names_no_group_when_no_labels_interval_reaches_the_paper():
+    """200 pre-trained maps with 10 heterogeneous (Wilson upper end 0.09) and 100 fine-tuned with 20 (0.29): 0.32 is
+    out of both; the groups' sizes differ."""
+    rows = ([(Stage.PRETRAINED, "heterogeneous")] * 10 + [(Stage.PRETRAINED, "vertical")] * 190
+            + [(Stage.FINE_TUNED, "heterogeneous")] * 20 + [(Stage.FINE_TUNED, "vertical")] * 80)
+    labels = pd.DataFrame(rows, columns=["model", "label"]).assign(task="topic", sample="random")
+    got = nb08.heterogeneous_share({"rules": RULES}, labels, {TOPIC_PRE: layer_shares(0.4, 0.1)}, ("rules",))
+    assert got.labels_reach_paper == () and got.labels_n == (100, 200)
+    assert got.labels_tuned_high == pytest.approx(wilson_interval(20, 100)[1]) and got.labels_tuned_high < got.paper_low
 
 
 def test_heterogeneous_share_with_overlapping_bands_another_top_layer_and_rules_only():
@@ -150,6 +178,57 @@ def test_heterogeneous_share_names_every_largest_kind():
     got = nb08.heterogeneous_share({"rules": shares}, by_model(), {TOPIC_PRE: layer_shares(0.4, 0.1)}, ("rules",))
     assert got.largest_kinds == ("diagonal", "vertical")
     assert got.unpatterned_max == 0.0
+
+
+# -- the heterogeneous share over fine-tuning seeds and inputs --------------------------------------
+def kinds_of(counted: list[int], maps: int = 4) -> np.ndarray:
+    """[N inputs, 1 layer, `maps` heads]: input i has counted[i] maps of the paper's heterogeneous kind (alternately
+    heterogeneous and broad), the rest vertical."""
+    rows = [[("heterogeneous", "broad")[j % 2] if j < c else "vertical" for j in range(maps)] for c in counted]
+    return np.array(rows, dtype=object)[:, None, :]
+
+
+def test_share_change_counts_broad_as_heterogeneous_and_pairs_before_and_after():
+    """Inputs differ (0 to 3 of 4 maps), but every input gains exactly one map with seed 0 and none with seed 1:
+    paired over inputs, the resamples cannot move the change."""
+    before = [0, 1, 2, 3] * 5
+    got = nb08.share_change(kinds_of(before), {0: kinds_of([c + 1 for c in before]), 1: kinds_of(before)}, n_boot=200)
+    assert got.seeds == (0, 1) and got.n_seeds == 2 and got.n_inputs == 20 and got.n_boot == 200
+    assert got.pretrained == pytest.approx(1.5 / 4) and got.tuned == pytest.approx((2.5 / 4, 1.5 / 4))
+    assert got.change == pytest.approx((0.25, 0.0))
+    assert got.low == pytest.approx((0.25, 0.0)) and got.high == pytest.approx((0.25, 0.0))
+    assert (got.mean_change, got.mean_low, got.mean_high) == pytest.approx((0.125, 0.125, 0.125))
+    assert got.n_raised == 1 and got.n_lowered == 0  # an interval [0, 0] lies neither above nor below 0
+    assert (got.smallest, got.largest) == pytest.approx((0.0, 0.25)) and got.sizes_differ
+    same = nb08.share_change(kinds_of(before), {0: kinds_of(before), 4: kinds_of(before)}, n_boot=200)
+    assert not same.sizes_differ and same.n_seeds == 2
+
+
+def test_share_change_interval_is_the_bootstrap_of_a_mean_over_inputs():
+    """400 inputs: half gain 2 of 4 maps (+0.5), half none: change 0.25, standard error 0.25 / 20 = 0.0125, so
+    the 95 % interval is about 0.25 +- 0.0245. A second seed loses one map everywhere."""
+    n = 400
+    before = kinds_of([1] * n)
+    got = nb08.share_change(before, {3: kinds_of([3, 1] * (n // 2)), 7: kinds_of([0] * n)}, n_boot=4000, seed=1)
+    assert got.seeds == (3, 7) and got.change == pytest.approx((0.25, -0.25))
+    assert got.low[0] == pytest.approx(0.2255, abs=0.006) and got.high[0] == pytest.approx(0.2745, abs=0.006)
+    assert (got.low[1], got.high[1]) == pytest.approx((-0.25, -0.25))
+    assert got.mean_change == pytest.approx(0.0) and got.mean_low < 0 < got.mean_high
+    assert got.mean_high - got.mean_low == pytest.approx((got.high[0] - got.low[0]) / 2, rel=0.1)
+    assert got.n_raised == 1 and got.n_lowered == 1 and got.sizes_differ
+    again = nb08.share_change(before, {3: kinds_of([3, 1] * (n // 2)), 7: kinds_of([0] * n)}, n_boot=4000, seed=1)
+    assert again == got  # seeded
+
+
+def test_share_change_counts_only_the_kinds_asked_and_refuses_mismatched_maps():
+    one = kinds_of([1, 1])  # one heterogeneous map per input
+    got = nb08.share_change(one, {0: kinds_of([2, 2])}, kinds=("broad",), n_boot=50)
+    assert (got.pretrained, *got.tuned, *got.change) == pytest.approx((0.0, 0.25, 0.25))
+    assert got.smallest == got.largest == got.mean_change and not got.sizes_differ  # one seed
+    with pytest.raises(ValueError, match="shape"):
+        nb08.share_change(one, {0: kinds_of([1, 1, 1])})
+    with pytest.raises(ValueError, match="at least one"):
+        nb08.share_change(one, {})
 
 
 # -- which layers fine-tuning changes -------------------------------------------------------------

@@ -2,16 +2,15 @@
 attention tables, stripe counts and held-out disabling results whose answers are known by construction."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from bertlook_utils.analyses.disabling import PICKS, HeldOut
+from bertlook_utils.analyses.disabling import PICKS, HeldOut, NearTies
 from bertlook_utils.analyses.finetune import Stage
 from bertlook_utils.analyses.relations import Frame, RelationScores
-from bertlook_utils.analyses.tokentypes import CATEGORIES, STRIPE_THRESHOLDS, Stripes, TokenTypeAttention
+from bertlook_utils.analyses.tokentypes import (CATEGORIES, EXCLUSIVE, STRIPE_THRESHOLDS, UNTYPED, Stripes,
+                                                TokenTypeAttention)
 from bertlook_utils.lab.readings import nb09
 from bertlook_utils.present import paper
 
@@ -21,36 +20,29 @@ SCORE = [[0.6, 0.3], [0.25, 0.2]]  # heads 1-1, 1-2, 2-1, 2-2: the table's order
 
 
 def relation_scores(null: list[list[float]], null_kind: str) -> RelationScores:
-    """2 layers x 2 heads scoring SCORE on every frame, against a null whose every draw is `null` [L, H] (so
-    that is its 99th percentile)."""
+    """2 layers x 2 heads scoring SCORE on every frame (one argument each, one frame per sentence), against a null
+    whose every draw is `null` [L, H] (its 99th percentile, its mean and every sentence's mean): each head's effect
+    is SCORE - null, an interval of zero width."""
     frames = [Frame(sentence, 0, ((1, 2),), ("dobj",)) for sentence in range(2)]
-    frame_scores = np.broadcast_to(np.array(SCORE), (2, 2, 2, 2)).astype(np.float32)
+    frame_scores = np.broadcast_to(np.array(SCORE), (2, 2, 2, 2)).astype(np.float64)
     draws = np.broadcast_to(np.array(null), (5, 2, 2)).astype(float)
-    return RelationScores(frames, frame_scores, draws, draws, null_kind=null_kind)
+    return RelationScores(frames, frame_scores, draws, draws, draws[:2], null_kind=null_kind)
 
 
-def test_relation_heads_reads_the_top_head_and_the_best_head_above_the_shifted_null():
+def test_relation_heads_reads_the_papers_statistic_and_the_effects_over_both_nulls():
     scores = {"relocated": relation_scores([[0.4, 0.2], [0.2, 0.3]], "relocated"),  # 1-1, 1-2, 2-1 above
               "shifted": relation_scores([[0.61, 0.35], [0.22, 0.1]], "shifted")}  # 2-1, 2-2 above
     reading = nb09.relation_heads(scores)
-    assert reading.n_heads == 4
+    assert (reading.n_heads, reading.n_arguments) == (4, 2)
+    # the 99th percentile of 0.2, 0.25, 0.3, 0.6 (linear): 0.3 + 0.97 * 0.3; only the top head is above it
+    assert reading.percentile == pytest.approx(0.591) and reading.paper_heads == ("1-1",)
     assert reading.top == "1-1" and reading.top_score == pytest.approx(0.6)
-    assert reading.top_relocated == pytest.approx(0.4) and reading.top_shifted == pytest.approx(0.61)
-    assert not reading.top_above_shifted and reading.top_against_shifted == "inside"
     assert reading.paper_best == 0.209 == max(paper.DARK_SECRETS["framenet_scores"])
-    assert (reading.n_relocated, reading.n_shifted) == (3, 2)
-    assert (reading.kept, reading.kept_layer, reading.kept_head) == ("2-1", 2, 1)
-    assert reading.kept_score == pytest.approx(0.25) and reading.kept_shifted == pytest.approx(0.22)
-
-
-def test_relation_heads_when_the_top_head_stays_above_and_when_no_head_beats_the_shifted_null():
-    relocated = relation_scores([[0.4, 0.2], [0.2, 0.3]], "relocated")
-    low = nb09.relation_heads({"relocated": relocated, "shifted": relation_scores([[0.1] * 2] * 2, "shifted")})
-    assert low.top_above_shifted and low.top_against_shifted == "still above"
-    assert low.n_shifted == 4 and low.kept == "1-1"
-    none = nb09.relation_heads({"relocated": relocated, "shifted": relation_scores([[0.9] * 2] * 2, "shifted")})
-    assert none.n_shifted == 0 and (none.kept, none.kept_layer, none.kept_head) == ("", 0, 0)
-    assert math.isnan(none.kept_score) and math.isnan(none.kept_shifted)
+    assert reading.paper_scores == paper.DARK_SECRETS["framenet_scores"]
+    assert reading.top_relocated == nb09.Effect("1-1", 1, 1, pytest.approx(0.2), pytest.approx(0.2), pytest.approx(0.2))
+    assert reading.top_shifted.effect == pytest.approx(-0.01) and reading.top_shifted.high == pytest.approx(-0.01)
+    assert reading.strongest == nb09.Effect("2-2", 2, 2, pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.1))
+    assert (reading.n_relocated, reading.n_shifted, reading.n_effect_shifted) == (3, 2, 2)  # 2-1 (+0.03) and 2-2
 
 
 def test_syntax_overlap_reads_the_named_relations_in_their_order():
@@ -80,30 +72,39 @@ def test_sink_shift_finds_each_tasks_largest_fall_and_the_largest_sep_move():
     assert reading.sep_change == pytest.approx(0.015)
 
 
-def cls_frame(after: dict[str, float], before: dict[str, float], noun_base: float) -> pd.DataFrame:
-    """A `tokentypes.cls_change` frame (the columns read): every category 0.01 before and after unless given."""
-    frame = pd.DataFrame({"category": CATEGORIES, "base_rate": 0.05, "before": 0.01, "after": 0.01})
-    frame = frame.set_index("category")
-    frame.loc[list(after), "after"] = list(after.values())
+def cls_frame(before: dict[str, float], after: dict[str, float]) -> pd.DataFrame:
+    """A `tokentypes.exclusive_cls_change` frame: every category 0.05 before and after unless given, noun 0.3 of
+    the tokens; the change's interval +-0.01 around it."""
+    frame = pd.DataFrame({"category": EXCLUSIVE, "base_rate": 0.1, "before": 0.05, "after": 0.05}).set_index("category")
     frame.loc[list(before), "before"] = list(before.values())
-    frame.loc["noun", "base_rate"] = noun_base
+    frame.loc[list(after), "after"] = list(after.values())
+    frame.loc["noun", "base_rate"] = 0.3
     frame["change"] = frame["after"] - frame["before"]
+    frame["change_low"], frame["change_high"] = frame["change"] - 0.01, frame["change"] + 0.01
     return frame.reset_index()
 
 
-def test_cls_reads_reads_nouns_sep_and_the_largest_type_other_than_other():
+def test_cls_reads_reads_nouns_the_untyped_words_sep_and_the_largest_categories():
     cls_rows = {
-        # "other" and the linguistic group outweigh nouns, but only the types other than "other" compete
-        "topic": cls_frame({"noun": 0.5, "other": 0.6, "linguistic": 0.7, "[SEP]": 0.02, "[CLS]": 0.1},
-                           {"[SEP]": 0.04, "[CLS]": 0.17}, noun_base=0.3),
-        "sentiment": cls_frame({"noun": 0.35, "[CLS]": 0.4, "[SEP]": 0.03}, {"[CLS]": 0.53}, noun_base=0.24),
+        # the untyped words outweigh nouns after fine-tuning, but only the typed categories compete for "largest"
+        "topic": cls_frame({"noun": 0.45, "[SEP]": 0.04, "[CLS]": 0.17}, {"noun": 0.5, UNTYPED: 0.6, "[SEP]": 0.02,
+                                                                          "[CLS]": 0.1}),
+        "sentiment": cls_frame({"noun": 0.35, "[CLS]": 0.5, "[SEP]": 0.03},
+                               {"noun": 0.35, "[CLS]": 0.4, "[SEP]": 0.03}),
     }
     reading = nb09.cls_reads(cls_rows)
-    assert reading.nouns == (("topic", 0.5, 0.3), ("sentiment", 0.35, 0.24))
-    assert reading.largest == ("noun", "[CLS]")
+    assert reading.nouns == (("topic", 0.45, 0.5, 0.3), ("sentiment", 0.35, 0.35, 0.3))
+    assert reading.noun_changes == (("topic", pytest.approx(0.05), pytest.approx(0.04), pytest.approx(0.06)),
+                                    ("sentiment", 0.0, -0.01, 0.01))
+    assert reading.largest_before == ("noun", "[CLS]") and reading.largest_after == ("noun", "[CLS]")
+    assert reading.largest_overall == (UNTYPED, "[CLS]")
+    assert reading.untyped[0] == ("topic", 0.6, pytest.approx(0.55), pytest.approx(0.54), pytest.approx(0.56))
+    assert not reading.noun_largest
     assert (reading.sep_after_min, reading.sep_after_max) == (0.02, 0.03)
     assert reading.sep_most == 0.04  # before fine-tuning
-    assert reading.cls_changes == (("topic", pytest.approx(-0.07)), ("sentiment", pytest.approx(-0.13)))
+    assert reading.cls_changes == (("topic", pytest.approx(-0.07)), ("sentiment", pytest.approx(-0.1)))
+    nouns = nb09.cls_reads({"topic": cls_frame({"noun": 0.4}, {"noun": 0.5})})
+    assert nouns.noun_largest and nouns.largest_overall == ("noun",)
 
 
 # -- §4.4 vertical stripes --------------------------------------------------------------------------------
@@ -149,13 +150,14 @@ def test_stripe_places_reads_the_main_threshold_and_the_pretrained_models_last_l
 
 
 # -- §4.6 disabling, held out ------------------------------------------------------------------------------
-def held(task: str, best: tuple, worst_head: tuple, worst_layer: tuple, heads: list[float]) -> HeldOut:
-    """A `disabling.HeldOut` with picks (label, selection, evaluation, low, high) and every head's evaluation
-    change `heads`."""
+def held(task: str, best: tuple, worst_head: tuple, worst_layer: tuple, heads: list[float], n: int = 96) -> HeldOut:
+    """A `disabling.HeldOut` of n + n inputs with picks (label, selection, evaluation, low, high; the best head
+    gains 3 evaluation inputs and loses 1, the others 0 and 2) and every head's evaluation change `heads`."""
     picks = pd.DataFrame([best, worst_head, ("layer 6", 0.01, 0.0, -0.05, 0.05), worst_layer], index=list(PICKS),
                          columns=["label", "selection", "evaluation", "low", "high"])
+    picks["gained"], picks["lost"] = [3, 0, 0, 0], [1, 2, 2, 2]
     changes = pd.Series(heads, index=[f"1-{k + 1}" for k in range(len(heads))])
-    return HeldOut(task, picks, changes, {"selection": 0.8, "evaluation": 0.8}, 96, 96)
+    return HeldOut(task, picks, changes, {"selection": 0.8, "evaluation": 0.8}, n, n)
 
 
 HARMLESS = ("1-2", -0.01, -0.01, -0.05, 0.01)
@@ -168,7 +170,7 @@ HELD = {"topic": held("topic", ("1-1", 0.03, 0.0, -0.04, 0.04), HARMLESS, ("laye
                           ("layer 2", -0.03, -0.05, -0.09, -0.02), [-0.01, 0.0])}
 SEEDS = {0: HELD["sentiment"],
          1: held("sentiment", ("3-2", 0.025, 0.01, 0.005, 0.08), HARMLESS, HARMLESS, [0.0]),  # interval above 0
-         2: held("sentiment", ("1-1", 0.03, 0.02, -0.03, 0.07), HARMLESS, HARMLESS, [0.0])}
+         2: held("sentiment", ("1-1", 0.03, 0.02, -0.03, 0.07), HARMLESS, HARMLESS, [0.0], n=95)}
 
 
 def test_held_out_disabling_reads_the_best_heads_the_harm_and_the_random_heads():
@@ -177,6 +179,12 @@ def test_held_out_disabling_reads_the_best_heads_the_harm_and_the_random_heads()
     assert (reading.selection_min, reading.selection_max) == (0.021, 0.042)
     assert (reading.evaluation_min, reading.evaluation_max) == (-0.01, 0.042)
     assert reading.including_zero == 4  # seed 1's interval lies above 0
+    assert reading.containing_paper == 4  # the paper's +0.1 to +1.2 points; seed 1's interval starts at +0.5
+    assert (reading.paper_low, reading.paper_high) == (pytest.approx(0.001), pytest.approx(0.012))
+    assert reading.evaluation_sizes == (95, 96) and reading.evaluation_inputs == "95 or 96"
+    assert reading.test_sizes == (190, 192) and reading.test_inputs == "190 or 192"
+    assert reading.gained_lost == (("topic", "1-1", 3, 1), ("next_paragraph", "2-3", 3, 1), ("sentiment", "1-1", 3, 1),
+                                   ("sentiment, seed 1", "3-2", 3, 1), ("sentiment, seed 2", "1-1", 3, 1))
     assert reading.half_width == pytest.approx(0.05)  # of 0.04, 0.05, 0.06, 0.0375, 0.05
     assert [(h.task, h.label) for h in reading.harmful] == [("next_paragraph", "4-4"), ("next_paragraph", "layer 4"),
                                                             ("sentiment", "layer 2")]
@@ -194,3 +202,21 @@ def test_held_out_disabling_with_no_harm_another_costliest_task_and_a_seed_outsi
     assert reading.harmful == ()
     assert reading.tries == 6  # every seed counts when `seed` is none of them
     assert reading.costliest == "topic" and reading.pair_random == 0.0
+
+
+def ties(task: str, close: int, close_right: int, flips: int, close_flips: int, mean: float, far: float,
+         margin: float = 0.1) -> NearTies:
+    return NearTies(task, 96, 72, margin, close, close_right, flips, close_flips, 0, 0, mean, far)
+
+
+def test_drift_reads_the_near_ties_share_of_the_flips_and_whether_the_sign_follows_them():
+    reading = nb09.drift({"topic": ties("topic", 6, 1, 71, 62, 0.009, 0.001),  # mostly wrong: heads "help"
+                          "next_paragraph": ties("next_paragraph", 13, 9, 453, 326, -0.018, -0.0007)})
+    assert [t.task for t in reading.ties] == ["topic", "next_paragraph"] and reading.margin == 0.1
+    assert reading.close_share_min == pytest.approx(326 / 453) and reading.far_largest == pytest.approx(0.001)
+    assert reading.follows_ties and reading.wrong == (("topic", 5, 6), ("next_paragraph", 4, 13))
+    against = nb09.drift({"topic": ties("topic", 6, 5, 71, 62, 0.009, 0.001)})  # mostly right, yet heads "help"
+    assert not against.follows_ties
+    with pytest.raises(ValueError, match="one margin"):
+        nb09.drift({"topic": ties("topic", 6, 1, 71, 62, 0.009, 0.001),
+                    "sentiment": ties("sentiment", 3, 3, 60, 42, -0.007, -0.001, margin=0.2)})

@@ -136,8 +136,37 @@ def test_the_planted_head_scores_highest_and_alone_above_the_null():
     # the null of a random head sits where its own score does: the relocation null is fair
     random_heads = table.iloc[1:]
     assert np.all(np.abs(random_heads["score"] - random_heads["null_mean"]) < 0.05)
-    assert list(table.columns) == ["layer", "head", "label", "score", "null_mean", "null_p99", "above"]
+    assert list(table.columns) == ["layer", "head", "label", "score", "top_p99", "null_mean", "effect", "effect_low",
+                                   "effect_high", "null_p99", "above"]
     assert table["score"].is_monotonic_decreasing and len(table) == L * H
+    # the paper's statistic, a rank among heads: only the top head of the L * H is above their 99th percentile
+    assert table["top_p99"].tolist() == [True] + [False] * (L * H - 1)
+    # effect sizes: the planted head's interval lies above 0, and well above every other head's effect
+    assert table.loc[0, "effect_low"] > 0.05 > table.iloc[1:]["effect"].abs().max()
+    assert (table["effect_low"] <= table["effect"]).all() and (table["effect"] <= table["effect_high"]).all()
+    np.testing.assert_allclose(table["effect"], table["score"] - table["null_mean"], atol=1e-9)
+
+
+def test_effects_are_the_score_minus_each_sentences_null_mean_with_a_sentence_bootstrap():
+    """Two sentences, one frame each, a null of draws with known means: the effect averages the two differences
+    (per sentence) or weighs them by frames; a sentence resampled with itself gives a zero-width interval."""
+    frames = [relations.Frame(0, 0, ((1, 2),), ("dobj",)), relations.Frame(1, 0, ((1, 2),), ("dobj",)),
+              relations.Frame(1, 0, ((2, 3),), ("dobj",))]
+    scores = np.zeros((3, 2, 1, 1), dtype=np.float32)
+    scores[:, 0, 0, 0] = [0.5, 0.3, 0.1]  # sentence 0 scores 0.5; sentence 1 scores 0.3 and 0.1 (mean 0.2)
+    by_sentence = np.array([0.1, 0.2])[:, None, None]  # their null means
+    draws = np.zeros((100, 1, 1))
+    result = relations.RelationScores(frames, scores, draws, draws, by_sentence, direction="pred->arg")
+    effect, low, high = result.effects()
+    assert effect[0, 0] == pytest.approx(((0.5 - 0.1) + (0.2 - 0.2)) / 2)
+    # the one sentence drawn twice
+    assert low[0, 0] == pytest.approx(0.0, abs=1e-6) and high[0, 0] == pytest.approx(0.4)
+    effect, low, high = result.effects("frames")
+    assert effect[0, 0] == pytest.approx(((0.5 - 0.1) + (0.4 - 2 * 0.2)) / 3)
+    assert low[0, 0] == pytest.approx(0.0, abs=1e-6) and high[0, 0] == pytest.approx(0.4)
+    assert result.top_heads(50).sum() == 0  # one head: nothing is above its own score
+    with pytest.raises(ValueError, match="null_by_sentence"):
+        relations.RelationScores(frames, scores, draws, draws, by_sentence[:1], direction="pred->arg")
 
 
 def test_directions_are_rows_and_columns():
@@ -256,6 +285,8 @@ def test_streamed_scores_equal_in_memory_scores_on_the_real_encoder(encoder, tmp
     np.testing.assert_allclose(streamed.frame_scores, in_memory.frame_scores, atol=1e-5)
     np.testing.assert_allclose(streamed.null_sentences, in_memory.null_sentences, atol=1e-5)
     np.testing.assert_allclose(streamed.null_frames, in_memory.null_frames, atol=1e-5)
+    np.testing.assert_allclose(streamed.null_by_sentence, in_memory.null_by_sentence, atol=1e-5)
+    np.testing.assert_allclose(streamed.null_by_sentence.mean(0), streamed.null_sentences.mean(0), atol=1e-6)
     cached = relations.score_relations(encoder, REAL, n_draws=200, cache_dir=tmp_path, progress=False)
     np.testing.assert_array_equal(cached.frame_scores, streamed.frame_scores)
     top = streamed.table().iloc[0]

@@ -42,3 +42,18 @@ def test_the_slides_readme_counts_the_talks_slides():
     stated = re.search(r"(\d+) slides, each with speaker notes", (ROOT / "slides" / "README.md").read_text())
     assert stated and int(stated.group(1)) == slides
     assert kinds.count("notes") == slides  # a notes cell per slide
+
+
+def test_every_check_of_the_talk_is_compared_by_nbval_and_hidden_from_the_deck():
+    """A talk check fails `make test` (nbval compares its ✔ lines) and shows on no slide; a talk without checks
+    would guard none of its notes."""
+    from pathlib import Path
+
+    import nbformat
+
+    talk_nb = nbformat.read(Path(__file__).resolve().parents[1] / "slides" / "bertlook_talk.ipynb", 4)
+    checks = [cell for cell in talk_nb.cells if cell.cell_type == "code" and "claims.check(" in cell.source]
+    assert len(checks) >= 10
+    for cell in checks:
+        assert cell.source.startswith("# NBVAL_CHECK_OUTPUT"), cell.source[:80]
+        assert cell.metadata["slideshow"]["slide_type"] == "skip" and "remove-cell" in cell.metadata["tags"]

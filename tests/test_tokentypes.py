@@ -145,6 +145,29 @@ def test_paired_intervals_of_the_change_over_inputs():
     assert np.isnan(row(result_of(uniform_map(N)).cls_by_type(), "noun")["share_low"])  # one input: no interval
 
 
+def test_exclusive_categories_put_each_token_in_one_and_add_up_to_one():
+    """JOHN's tokens by coarse tag: [CLS], [SEP], "." punctuation, John and dog nouns, see a verb, did, n't and
+    the other words (n't is a negation and a subject noun is a subject too, but each counts once here). Input A's
+    [CLS] row goes to "dog", input B's to "n't"; before, both are uniform: a paired bootstrap of two inputs spans
+    from B's change to A's."""
+    batches = lambda *maps: [Batch.from_encoded(make_encoded(TOKENS, m)) for m in maps]  # noqa: E731
+    before = of_batches(batches(uniform_map(N), uniform_map(N)), [JOHN, JOHN])
+    after = of_batches(batches(with_cls_row(uniform_map(N), {DOG_AT: 1.0}),
+                               with_cls_row(uniform_map(N), {NOT_AT: 1.0})), [JOHN, JOHN])
+    table = tokentypes.exclusive_cls_change(before, after).set_index("category")
+    assert tuple(table.index) == tokentypes.EXCLUSIVE and tokentypes.EXCLUSIVE[-1] == tokentypes.UNTYPED
+    counts = {"[CLS]": 1, "[SEP]": 1, "punctuation": 1, "noun": 2, "verb": 1, "pronoun": 0, tokentypes.UNTYPED: 3}
+    assert table["base_rate"].to_dict() == pytest.approx({c: k / N for c, k in counts.items()})
+    assert table["before"].to_dict() == pytest.approx({c: k / N for c, k in counts.items()})
+    assert table["before"].sum() == pytest.approx(1) and table["after"].sum() == pytest.approx(1)
+    assert table.loc[["noun", tokentypes.UNTYPED], "after"].tolist() == pytest.approx([0.5, 0.5])
+    assert table.loc["noun", ["change", "change_low", "change_high"]].tolist() == pytest.approx(
+        [0.5 - 2 / N, -2 / N, 1 - 2 / N])
+    assert table.loc["verb", ["change", "change_low", "change_high"]].tolist() == pytest.approx([-1 / N] * 3)
+    with pytest.raises(ValueError, match="same tagged inputs"):
+        tokentypes.exclusive_cls_change(before, result_of(uniform_map(N)))
+
+
 # -- the stripe test --------------------------------------------------------------------------------
 def test_a_planted_stripe_on_a_negation_word_is_counted_there():
     stripe = rows_of({NOT_AT: 0.5}, spread=0.5)

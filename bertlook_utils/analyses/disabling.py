@@ -16,6 +16,10 @@ is): `split_halves` splits the inputs (seeded, stratified by label) into a selec
 their change on both halves, the evaluation change with a paired (McNemar-style) interval, beside the changes of
 all single heads on the evaluation half ("random heads"). `held_out_table` puts several
 results side by side (tasks), `seeds_table` adds the mean and spread over fine-tuning seeds.
+
+Which inputs move: `input_flips` counts, per input, the single heads whose disabling turns it right or wrong,
+beside its logit margin with nothing disabled; `near_ties` sums how many of those flips come from inputs whose
+top two classes are nearly tied (a near tie flips under almost any edit, whatever the head).
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from .finetune import FineTuned
 from ..data.tasks import TaskData
 
 PICKS = ("best head", "worst head", "best layer", "worst layer")
+COUNTS = ("gained", "lost")  # the evaluation inputs a pick turns right and wrong
 LEVEL = 0.95  # of the paired intervals (`paired_interval`)
 
 
@@ -396,7 +401,8 @@ def held_out(scan: Scan, selection: np.ndarray, evaluation: np.ndarray) -> HeldO
 def held_out_table(results: Mapping[object, HeldOut]) -> pd.DataFrame:
     """One row per result (a task, a seed): accuracy with nothing disabled on each half; for each of PICKS its
     `choice` (label) and its accuracy change on the `selection` half, on the `evaluation` half and the
-    evaluation change's interval (`low`, `high`); the `random heads` distribution (`HeldOut.random_heads`).
+    evaluation change's interval (`low`, `high`), and the evaluation inputs it turns right and wrong (`gained`,
+    `lost`: counts); the `random heads` distribution (`HeldOut.random_heads`).
     Columns are (group, quantity) pairs; changes are fractions (1 = 100 points)."""
     if not results:
         raise ValueError("no held-out results to tabulate")
@@ -405,7 +411,8 @@ def held_out_table(results: Mapping[object, HeldOut]) -> pd.DataFrame:
         row = {("accuracy", half): result.accuracy[half] for half in ("selection", "evaluation")}
         for pick, values in result.picks.iterrows():
             row.update({(pick, "choice"): values["label"], **{(pick, q): values[q] for q in
-                                                              ("selection", "evaluation", "low", "high")}})
+                                                              ("selection", "evaluation", "low", "high")},
+                        **{(pick, q): int(values[q]) for q in COUNTS}})
         row.update({("random heads", q): v for q, v in result.random_heads().items()})
         rows[key] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
@@ -416,7 +423,7 @@ def held_out_table(results: Mapping[object, HeldOut]) -> pd.DataFrame:
 def seeds_table(results: Mapping[int, HeldOut]) -> pd.DataFrame:
     """`held_out_table` of one task's results under several fine-tuning seeds (keys), plus a `mean` and an `sd`
     row (standard deviation over seeds) of every number; the mean row's choice says how often the most common
-    choice was made ("3-8 (2 of 3)"); intervals are not averaged (NaN in those rows)."""
+    choice was made ("3-8 (2 of 3)"); intervals are not averaged (NaN in those rows); counts are averaged."""
     if len(results) < 2:
         raise ValueError(f"a spread over seeds needs at least two seeds' results, got {len(results)}")
     if len({result.task for result in results.values()}) != 1:
@@ -430,3 +437,66 @@ def seeds_table(results: Mapping[int, HeldOut]) -> pd.DataFrame:
         mean[(pick, "choice")], sd[(pick, "choice")] = f"{label} ({count} of {len(results)})", ""
     summary = pd.DataFrame.from_dict({"mean": mean, "sd": sd}, orient="index")
     return pd.concat([table, summary.reindex(columns=table.columns)])
+
+
+# -- which inputs move ------------------------------------------------------------------------------
+def input_flips(scan: Scan, inputs: np.ndarray) -> pd.DataFrame:
+    """One row per input of `inputs` (indices into the scan), the most often flipped first (ties: by input):
+    input, label, correct (nothing disabled), margin (the top class's logit minus the runner-up's, nothing
+    disabled), runner_up_true (wrong, with the label second), gained and lost (how many single heads, disabled
+    one at a time, turn it right and wrong), flips (gained + lost)."""
+    inputs = _indices(inputs, len(scan.labels), "inputs")
+    logits, labels = scan.logits[inputs], scan.labels[inputs]
+    ranked = np.argsort(-logits[:, 0], axis=-1, kind="stable")  # [n, C] classes by logit, nothing disabled
+    top = np.take_along_axis(logits[:, 0], ranked[:, :2], -1)  # [n, 2]
+    correct = scan.correct[inputs]
+    heads = (scan.runs["head"] > 0).to_numpy()
+    change = correct[:, heads].astype(int) - correct[:, :1]  # [n, heads] in {-1, 0, 1}
+    frame = pd.DataFrame({"input": inputs, "label": labels, "correct": correct[:, 0], "margin": top[:, 0] - top[:, 1],
+                          "runner_up_true": ~correct[:, 0] & (ranked[:, 1] == labels),
+                          "gained": (change > 0).sum(1), "lost": (change < 0).sum(1)})
+    frame["flips"] = frame["gained"] + frame["lost"]
+    return frame.sort_values(["flips", "input"], ascending=[False, True], ignore_index=True)
+
+
+@dataclass(frozen=True)
+class NearTies:
+    """How much of the accuracy change under single disabled heads comes from nearly tied inputs, on one set of
+    inputs: `close` inputs have a logit margin below `margin` (nothing disabled). Counts of (input, head) pairs
+    unless said; changes are fractions, the mean over single heads (`HeldOut.random_heads`' mean)."""
+
+    task: str
+    n_inputs: int
+    n_heads: int
+    margin: float
+    close: int  # inputs whose margin is below `margin`
+    close_right: int  # of those, classified right with nothing disabled (a flip can only lose them)
+    flips: int  # pairs in which disabling the head changes the input's outcome
+    close_flips: int  # of those, on the close inputs
+    gained: int  # pairs turned right
+    lost: int  # pairs turned wrong
+    mean_change: float  # mean accuracy change over single heads
+    mean_change_far: float  # the same with the close inputs' outcomes kept as they were
+
+    @property
+    def close_share(self) -> float:
+        """The share of the flips that the close inputs make (NaN without flips)."""
+        return self.close_flips / self.flips if self.flips else float("nan")
+
+
+def near_ties(scan: Scan, inputs: np.ndarray, margin: float) -> NearTies:
+    """`NearTies` of the scan's single heads on `inputs` (e.g. the evaluation half), with `margin` (logits, > 0)
+    the bound below which an input counts as nearly tied."""
+    if not margin > 0:
+        raise ValueError(f"margin is a logit difference above 0, not {margin}")
+    table = input_flips(scan, inputs)
+    close = table["margin"] < margin
+    n_heads = int((scan.runs["head"] > 0).sum())
+    far = table[~close]
+    return NearTies(
+        task=scan.task, n_inputs=len(table), n_heads=n_heads, margin=float(margin), close=int(close.sum()),
+        close_right=int((close & table["correct"]).sum()), flips=int(table["flips"].sum()),
+        close_flips=int(table.loc[close, "flips"].sum()), gained=int(table["gained"].sum()),
+        lost=int(table["lost"].sum()),
+        mean_change=float((table["gained"].sum() - table["lost"].sum()) / (len(table) * n_heads)),
+        mean_change_far=float((far["gained"].sum() - far["lost"].sum()) / (len(table) * n_heads)))

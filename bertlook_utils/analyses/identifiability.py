@@ -11,15 +11,27 @@ one (the model's outputs are unchanged, since A P V = A V); its fingerprint diff
 Any analysis that takes an `Encoder` then runs on effective attention. `null_space_twin` builds, for one head,
 a second valid attention map (non-negative, rows summing to 1) that gives the same output with as little weight
 as possible on a chosen token.
+
+Why effective attention drops a sink: column j of A P is A (P e_j), and P's diagonal entry P_jj (`leverage`) is
+small when token j's value vector is short, so the column of a token with a short value vector (this model's
+[CLS]) nearly vanishes however much weight A gives it. `syntax_change` compares the syntax heads on raw and
+effective maps input by input; `null_dimension_bound` gives n − d per input (the null space's dimension when V has
+rank d).
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
+import pandas as pd
 import torch
 from scipy.optimize import linprog
 from torch import nn
 
+from . import syntax
+from .syntax import HeadScores
 from ..core import intervene
+from ..core.intervals import bootstrap_interval
 from ..core.conventions import check_head
 from ..engine.extract import batches
 from ..core.models import Encoder
@@ -49,6 +61,37 @@ def null_dimension(values: torch.Tensor) -> torch.Tensor:
     non-zero rows only)."""
     rows = (values.abs().sum(-1) > 0).sum(-1)
     return rows - torch.linalg.matrix_rank(values.double())
+
+
+def leverage(values: torch.Tensor) -> torch.Tensor:
+    """values [..., n, d] -> [..., n]: the diagonal of `column_space_projector(values)` (sums to V's rank)."""
+    return torch.diagonal(column_space_projector(values), dim1=-2, dim2=-1)
+
+
+def null_dimension_bound(tokens: np.ndarray, head_size: int) -> np.ndarray:
+    """tokens int [N] (each input's length) -> int [N]: max(n − d, 0), the least dimension of the values' left null
+    space (equal to it when the values have full rank d)."""
+    return np.maximum(np.asarray(tokens) - head_size, 0)
+
+
+def syntax_change(raw: HeadScores, effective: HeadScores, choose_on: HeadScores, relations: Sequence[str],
+                  n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """The same words scored on raw and effective maps (`syntax.score_sentences`, then `take` of the same
+    sentences), each relation's head chosen on `choose_on` (raw maps, other sentences): relation, layer, head,
+    direction, raw, effective (accuracies), change (effective − raw), low, high (95 % paired bootstrap interval
+    over sentences), n (dependents), kept (the best head of `raw` is that of `effective`)."""
+    if not np.array_equal(raw.sentence, effective.sentence) or not np.array_equal(raw.relations, effective.relations):
+        raise ValueError("raw and effective must score the same words of the same sentences")
+    rows = []
+    for relation in relations:
+        chosen = syntax.best_head(choose_on, relation)
+        before = syntax.head_outcomes(raw, relation, *chosen).astype(float)
+        after = syntax.head_outcomes(effective, relation, *chosen).astype(float)
+        low, high = bootstrap_interval(after - before, raw.sentence[raw.mask(relation)], n_boot, seed)
+        rows.append((relation, *chosen, before.mean(), after.mean(), after.mean() - before.mean(), low, high,
+                     len(before), syntax.best_head(raw, relation) == syntax.best_head(effective, relation)))
+    return pd.DataFrame(rows, columns=["relation", "layer", "head", "direction", "raw", "effective", "change", "low",
+                                       "high", "n", "kept"])
 
 
 def null_space_twin(attn: np.ndarray, values: np.ndarray, column: int) -> np.ndarray:

@@ -9,7 +9,7 @@ elements). Every result here is "on the silver predicate–argument proxy", neve
 
     frames = predicate_arguments(sentences)            # silver proxy frames: short sentences, spans <= 3 words
     scores = score_relations(encoder, sentences, frames)   # streamed and cached on extract.reduce
-    scores.table()                                     # per head: score, null_p99, above; top heads first
+    scores.table()      # per head: score, top_p99 (the paper's statistic), effect and its interval, null_p99, above
 
 Score of a head (decided here; the paper says "between", so both directions count):
 - per frame, the maximum word-level weight between the predicate and any word of its argument spans, in
@@ -19,20 +19,25 @@ Score of a head (decided here; the paper says "between", so both directions coun
 - averaged per sentence over its frames, then over sentences (`average="sentences"`, the paper's), or over
   all frames at once (`average="frames"`).
 
-Null (the "99th percentile"; the paper does not say how its percentile was drawn), `null="relocated"` (the
-default): the same sentences and maps, each argument span moved to another position of the same length in
-its sentence that does not cover the predicate (uniformly, independently per span and per draw, seeded per
-sentence, so the draws do not depend on batching or sharding), scored and averaged the same way; `n_draws`
-such averages per head give its null distribution, and a head is "above" when its real score exceeds the
-null's 99th percentile (one-sided, per head: about 1 % of heads pass by chance). A span that has no other
-position stays where it is (only in very short sentences; it makes the null harder to beat, not easier).
+The paper's statistic is a rank among heads: a head is relation-specific when its score is above the 99th
+percentile of all the model's head scores (`top_heads`; of 72 or 144 heads that is the top one or two, whatever
+the scores). It needs no null and says nothing about chance; the nulls below are the kit's own addition.
 
-Caveat, measured: arguments mostly sit next to their verb (on the default 2000 sentences, 126 of 243 spans
-are adjacent), so under the relocated null a head that only looks at the previous or the next word is far
-"above" it (it scores as high as the best real head). `null="shifted"` controls for this: the whole frame,
-predicate and spans together, is shifted by the same number of words (distances kept, the words changed), so
-a purely positional head scores the same on real and shifted frames and only attention tied to these words
-beats it. Report both; read "above the relocated null" as "attends to its arguments or to its neighbours".
+Null (the kit's own addition; two kinds, NULLS). `null="relocated"` (the default): the same sentences and
+maps, each argument span moved to another position of the same length in its sentence that does not cover the
+predicate (uniformly, independently per span and per draw, seeded per sentence, so the draws do not depend on
+batching or sharding), scored and averaged the same way. A span that has no other position stays where it is
+(only in very short sentences; it makes the null harder to beat, not easier). Arguments often sit next to their
+verb, so under this null a head that only looks at the previous or the next word is far "above" it (it can
+score as high as the best real head). `null="shifted"` controls for this: the whole frame, predicate and spans
+together, is shifted by the same number of words (distances kept, the words changed), so a purely positional
+head scores the same on real and shifted frames and only attention tied to these words beats it. Read "above
+the relocated null" as "attends to its arguments or to its neighbours".
+
+`n_draws` null averages per head give its null distribution; a head is "above" when its real score exceeds the
+null's 99th percentile (one-sided, per head: about 1 % of heads pass by chance, and on enough arguments any
+consistent preference passes). The effect size (`effects`) is a head's score minus its null's mean, with a
+percentile interval from a bootstrap over sentences (each sentence's real score minus its own null mean).
 """
 from __future__ import annotations
 
@@ -253,13 +258,15 @@ class RelationScores:
 
     frames: [F] Frame; frame_scores: float32 [F, 2, L, H], per frame the maximum weight between predicate and
     argument words (direction 0 = pred->arg, 1 = arg->pred); null_frames, null_sentences: float [D, L, H], per
-    null draw the score averaged over frames / over sentences, in `direction`; seed: the null's seed;
-    null_kind: how the null's frames were drawn (see NULLS)."""
+    null draw the score averaged over frames / over sentences, in `direction`; null_by_sentence: float [S, L, H],
+    each sentence's null mean (over its frames and the draws), sentences in increasing index; seed: the null's
+    seed; null_kind: how the null's frames were drawn (see NULLS)."""
 
     frames: list[Frame]
     frame_scores: np.ndarray
     null_frames: np.ndarray
     null_sentences: np.ndarray
+    null_by_sentence: np.ndarray
     direction: str = "both"
     seed: int = 0
     null_kind: str = "relocated"
@@ -269,6 +276,9 @@ class RelationScores:
         _check_null(self.null_kind)
         if self.frame_scores.shape[:2] != (len(self.frames), 2):
             raise ValueError(f"frame_scores must be [{len(self.frames)}, 2, L, H], got {self.frame_scores.shape}")
+        if self.null_by_sentence.shape != (self.n_sentences, *self.frame_scores.shape[2:]):
+            raise ValueError(f"null_by_sentence must be [{self.n_sentences}, L, H] (one row per sentence with a "
+                             f"frame), got {self.null_by_sentence.shape}")
 
     @property
     def n_layers(self) -> int:
@@ -290,16 +300,48 @@ class RelationScores:
             return self.frame_scores.max(1)
         return self.frame_scores[:, DIRECTIONS.index(direction)]
 
-    def score(self, average: str = "sentences", direction: str | None = None) -> np.ndarray:
-        """float [L, H]: the mean frame score, per sentence then over sentences (the paper's) or over frames."""
+    def _sentence_sums(self, direction: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(float [S, L, H] the sum of each sentence's frame scores, int [S] its number of frames), sentences in
+        increasing index."""
         per_frame = self.per_frame(direction).astype(np.float64)
-        if _check_average(average) == "frames":
-            return per_frame.mean(0)
-        sentence = np.array([f.sentence for f in self.frames])
-        _, group = np.unique(sentence, return_inverse=True)
+        _, group = np.unique([f.sentence for f in self.frames], return_inverse=True)
         sums = np.zeros((group.max() + 1, *per_frame.shape[1:]))
         np.add.at(sums, group, per_frame)
-        return (sums / np.bincount(group)[:, None, None]).mean(0)
+        return sums, np.bincount(group)
+
+    def score(self, average: str = "sentences", direction: str | None = None) -> np.ndarray:
+        """float [L, H]: the mean frame score, per sentence then over sentences (the paper's) or over frames."""
+        sums, counts = self._sentence_sums(direction)
+        if _check_average(average) == "frames":
+            return sums.sum(0) / counts.sum()
+        return (sums / counts[:, None, None]).mean(0)
+
+    def top_heads(self, q: float = 99, average: str = "sentences") -> np.ndarray:
+        """bool [L, H]: the paper's statistic, heads whose score is above the q-th percentile of all the model's
+        head scores (a rank among heads, no null: of 72 heads the top one at q = 99, unless scores tie)."""
+        _check_q(q)
+        score = self.score(average)
+        return score > np.percentile(score, q)
+
+    def effects(self, average: str = "sentences", n_boot: int = 1000, level: float = 0.95,
+                seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(effect, low, high), each float [L, H]: score minus the null's mean, and its percentile interval at
+        `level` from `n_boot` resamples of the sentences (each sentence's real score minus its own null mean;
+        average "frames" weighs a sentence by its frames)."""
+        sums, counts = self._sentence_sums()
+        null = self.null_by_sentence * counts[:, None, None]  # each sentence's null, summed over its frames
+        if _check_average(average) == "sentences":
+            values, sizes = (sums - null) / counts[:, None, None], np.ones(len(counts))
+        else:
+            values, sizes = sums - null, counts.astype(np.float64)
+        flat = values.reshape(len(values), -1)
+        effect = (flat.sum(0) / sizes.sum()).reshape(values.shape[1:])
+        rng = np.random.default_rng(seed)
+        weights = rng.multinomial(len(sizes), np.full(len(sizes), 1 / len(sizes)), size=n_boot)  # [B, S]
+        drawn = (weights @ flat) / (weights @ sizes)[:, None]  # [B, L * H]
+        tail = (1 - level) / 2
+        low, high = np.quantile(drawn, [tail, 1 - tail], axis=0).reshape(2, *values.shape[1:])
+        return effect, low, high
 
     def null(self, average: str = "sentences") -> np.ndarray:
         """float [D, L, H]: the null distribution of `score(average)` in this result's direction."""
@@ -307,8 +349,7 @@ class RelationScores:
 
     def null_percentile(self, q: float = 99, average: str = "sentences") -> np.ndarray:
         """float [L, H]: the per-head q-th percentile of the null."""
-        if not 0 < q < 100:
-            raise ValueError(f"q is a percentile strictly between 0 and 100, not {q}")
+        _check_q(q)
         return np.percentile(self.null(average), q, axis=0)
 
     def above(self, q: float = 99, average: str = "sentences") -> np.ndarray:
@@ -316,12 +357,16 @@ class RelationScores:
         return self.score(average) > self.null_percentile(q, average)
 
     def table(self, q: float = 99, average: str = "sentences") -> pd.DataFrame:
-        """One row per head, top heads first: layer, head (1-indexed), label ("layer-head"), score, null_mean,
-        null_p<q> (null_p99 by default), above (score > null_p<q>)."""
+        """One row per head, top heads first: layer, head (1-indexed), label ("layer-head"), score, top_p<q>
+        (`top_heads`: above the q-th percentile of all head scores, the paper's statistic), null_mean, effect,
+        effect_low, effect_high (`effects`), null_p<q> (null_p99 by default), above (score > null_p<q>)."""
         p = f"null_p{q:g}"
-        frame = head_frame({"score": self.score(average), "null_mean": self.null(average).mean(0),
-                            p: self.null_percentile(q, average)})
+        effect, low, high = self.effects(average)
+        frame = head_frame({"score": self.score(average), f"top_p{q:g}": self.top_heads(q, average),
+                            "null_mean": self.null(average).mean(0), "effect": effect, "effect_low": low,
+                            "effect_high": high, p: self.null_percentile(q, average)})
         frame["above"] = frame["score"] > frame[p]
+        frame[f"top_p{q:g}"] = frame[f"top_p{q:g}"].astype(bool)
         frame.insert(2, "label", [head_label(layer, h) for layer, h in zip(frame["layer"], frame["head"])])
         return frame.sort_values(["score", "layer", "head"], ascending=[False, True, True], ignore_index=True)
 
@@ -337,6 +382,11 @@ class RelationScores:
             arguments = "; ".join(f"{r}: {' '.join(s.words[a:b])}" for (a, b), r in zip(f.spans, f.relations))
             rows.append((s.id, s.words[f.predicate], arguments, float(per_frame[i]), s.text))
         return pd.DataFrame(rows, columns=["sentence", "predicate", "arguments", "score", "text"])
+
+
+def _check_q(q: float) -> None:
+    if not 0 < q < 100:
+        raise ValueError(f"q is a percentile strictly between 0 and 100, not {q}")
 
 
 def _check_average(average: str) -> str:
@@ -379,13 +429,13 @@ def score_maps(word_maps: Sequence[np.ndarray], frames: Sequence[Frame], directi
     if len(shapes) > 1:
         raise ValueError(f"the maps come from models of different sizes (layers, heads): {sorted(shapes)}")
     real = np.empty((len(frames), *parts[frames[0].sentence][0].shape[1:]), dtype=np.float32)
-    by_frame, by_sentence = 0, 0
+    by_frame, by_sentence, each = 0, 0, {}
     for s, members in _by_sentence(frames).items():
         real[members] = parts[s][0]
         summed, mean = _null_sums(parts[s][1])
-        by_frame, by_sentence = by_frame + summed, by_sentence + mean
-    return RelationScores(frames, real, by_frame / len(frames), by_sentence / len(parts), direction, seed,
-                          null)
+        by_frame, by_sentence, each[s] = by_frame + summed, by_sentence + mean, mean.mean(0)
+    return RelationScores(frames, real, by_frame / len(frames), by_sentence / len(parts),
+                          np.stack([each[s] for s in sorted(each)]), direction, seed, null)
 
 
 def _check_map(attn: np.ndarray, frames: Sequence[Frame], s: int) -> None:
@@ -418,7 +468,7 @@ class FrameScores(Reducer):
         self.direction, self.n_draws, self.seed, self.from_mode = direction, n_draws, seed, from_mode
         self.null = null
         self.grouped = _by_sentence(self.frames)
-        self.parts: dict[str, list] = {"frame_ids": [], "frame_scores": []}
+        self.parts: dict[str, list] = {"frame_ids": [], "frame_scores": [], "sentence_ids": [], "null_by_sentence": []}
         self.null_frames = self.null_sentences = 0.0
         self.arrays: dict[str, np.ndarray] | None = None
 
@@ -436,6 +486,8 @@ class FrameScores(Reducer):
             self.null_frames, self.null_sentences = self.null_frames + summed, self.null_sentences + mean
             self.parts["frame_ids"].append(np.array(members, dtype=np.int64))
             self.parts["frame_scores"].append(real)
+            self.parts["sentence_ids"].append(np.array([self.index[k]], dtype=np.int64))
+            self.parts["null_by_sentence"].append(mean.mean(0)[None])
 
     def result(self) -> dict[str, np.ndarray]:
         return {key: np.concatenate(rows) for key, rows in self.parts.items()} | {
@@ -443,7 +495,7 @@ class FrameScores(Reducer):
 
     def merge(self, results: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         """The blocks' frames one after the other; the null's sums added."""
-        return {**{key: np.concatenate([r[key] for r in results]) for key in ("frame_ids", "frame_scores")},
+        return {**{key: np.concatenate([r[key] for r in results]) for key in self.parts},
                 **{key: sum(r[key] for r in results) for key in ("null_frames", "null_sentences")}}
 
     def load(self, result: dict[str, np.ndarray]) -> None:
@@ -461,7 +513,7 @@ def score_relations(encoder: Encoder, sentences: Sequence[Sentence], frames: Seq
     Only the sentences with a frame are encoded, shortest first; streamed through `extract.reduce`, so no map
     is kept and the result is cached block by block (keyed by the model, the sentences, the frames, the
     settings and this code). Equal to `score_maps` of `syntax.parsed_attention`'s maps. null: "relocated"
-    (spans moved anywhere, the paper's kind) or "shifted" (the frame moved whole, distances kept): see NULLS."""
+    (spans moved anywhere) or "shifted" (the frame moved whole, distances kept): see NULLS (both the kit's own)."""
     frames = _check_frames(predicate_arguments(sentences) if frames is None else frames)
     _check_direction(direction)
     _check_n_draws(n_draws)
@@ -480,8 +532,9 @@ def score_relations(encoder: Encoder, sentences: Sequence[Sentence], frames: Seq
     arrays = reducer.arrays
     real = np.empty_like(arrays["frame_scores"])
     real[arrays["frame_ids"]] = arrays["frame_scores"]
+    by_sentence = arrays["null_by_sentence"][np.argsort(arrays["sentence_ids"])]
     return RelationScores(frames, real, arrays["null_frames"] / len(frames), arrays["null_sentences"] / len(used),
-                          direction, seed, null)
+                          by_sentence, direction, seed, null)
 
 
 # -- beside the syntax heads -----------------------------------------------------------------------------
@@ -493,7 +546,7 @@ def versus_syntax(scores: RelationScores, head_scores: HeadScores, relations: Se
     """How the relation-specific heads relate to the syntax heads of `syntax` (notebook 04): one row per
     dependency relation with relation, syntax_head (the head whose argmax finds that relation's head word most
     often, either direction), accuracy (its accuracy), its relation score, rank (1 = the top relation head of
-    the 72), above (above its null's q-th percentile), and spearman: the rank correlation over all heads between
+    all), above (above its null's q-th percentile), and spearman: the rank correlation over all heads between
     the relation score and the accuracy for that relation."""
     from scipy.stats import spearmanr
 

@@ -21,6 +21,11 @@ and the wordpieces of a word share its types. A word may have several types (a n
                    "never", "not", "n't" neg but "no", "nothing", "nobody" as det / nsubj / dobj ...)
     other          a word of none of these types
 
+The types overlap; EXCLUSIVE puts each token in one category instead, by its coarse tag alone: [CLS], [SEP],
+punctuation, noun, verb, pronoun and "other words" (every other word: adjectives, adverbs, determiners,
+adpositions, auxiliaries, numbers, ...). A word has one coarse tag, so these shares add up to 1 and
+`exclusive_cls_change` reads them off the same pass (other words: 1 minus the rest).
+
 Two groups are counted too (GROUPS): "special or punctuation" ([CLS], [SEP], punctuation) and "linguistic"
 (a word of any of the six linguistic types).
 
@@ -65,6 +70,8 @@ from ..data.parses import PUNCT_POS, Sentence, tag_texts
 
 TYPES = ("[CLS]", "[SEP]", "punctuation", "noun", "verb", "pronoun", "subject", "object", "negation", "other")
 LINGUISTIC = ("noun", "verb", "pronoun", "subject", "object", "negation")
+UNTYPED = "other words"  # the EXCLUSIVE category of every word that is none of the typed ones
+EXCLUSIVE = ("[CLS]", "[SEP]", "punctuation", "noun", "verb", "pronoun", UNTYPED)  # one per token, by coarse tag
 
 
 class Group(StrEnum):
@@ -440,6 +447,32 @@ def cls_change(before: TokenTypeAttention, after: TokenTypeAttention, layer: int
                          "before": a["share"], "after": b["share"], "change": b["share"] - a["share"],
                          "change_low": low, "change_high": high, "before_relative": a["relative"],
                          "after_relative": b["relative"]})
+
+
+def exclusive_cls_change(before: TokenTypeAttention, after: TokenTypeAttention, layer: int | None = None,
+                         n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """What [CLS] attends to in `layer` (default the last) before and after, in the EXCLUSIVE categories (each
+    token in one; shares add up to 1), one row per category: category, base_rate (its mean share of an input's
+    tokens), before, after (shares, mean over the layer's heads and the inputs), change (after - before),
+    change_low, change_high (percentile interval at `level` of the change from `n_boot` resamples of the inputs,
+    paired: the same inputs through both models)."""
+    _same_inputs(before, after)
+    layer = before.n_layers if layer is None else layer
+    check_index(layer, before.n_layers, "layer")
+    typed = [_category(c) for c in EXCLUSIVE if c != UNTYPED]
+
+    def shares(result: TokenTypeAttention) -> np.ndarray:  # [N, E] per input
+        part = result.cls_by_input[:, typed, layer - 1].astype(np.float64)
+        return np.concatenate([part, 1 - part.sum(1, keepdims=True)], 1)
+
+    a, b = shares(before), shares(after)
+    base = before.base_rate[typed] / before.n_inputs
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(len(a), np.full(len(a), 1 / len(a)), size=n_boot) / len(a)  # [B, N]
+    tail = (1 - level) / 2
+    low, high = np.quantile(weights @ (b - a), [tail, 1 - tail], axis=0)
+    return pd.DataFrame({"category": EXCLUSIVE, "base_rate": np.append(base, 1 - base.sum()), "before": a.mean(0),
+                         "after": b.mean(0), "change": (b - a).mean(0), "change_low": low, "change_high": high})
 
 
 def _check_items(items: Sequence, tags: Sequence[Tags] | None) -> None:

@@ -1,12 +1,13 @@
 """Paper vs this run: every comparison table of the kit, in one layout.
 
-`table(rows)` is the one layout — quantity · paper · this run · what differs — and each function below feeds
-it from an analysis result and the paper's numbers (`paper`, where each is typed once):
+`table(rows)` is the one layout — quantity · paper · this run · what differs (Table 1 adds the column of its
+released notebook) — and each function below feeds it from an analysis result and the paper's numbers (`paper`,
+where each is typed once):
 
     surface(result)                        Clark et al. §3, Fig 1-2 (notebook 01)
     sep_noop(grad, ablation)               §3.2, Fig 3 (02)
     entropy(result)                        §3.3, Fig 4 (03)
-    table1(heads, baseline)                Table 1 (04)
+    table1(heads, baseline)                Table 1 (04), with its released notebook's rows
     table2(result)                         Table 2 (05), beside coref_readings(result) and coref_learned(result)
     table3(results), table3_gaps(results)  (06)
     clustering(result, ...)                §6, Fig 6 (07)
@@ -39,7 +40,7 @@ from ..analyses.norms import Mixing, NormResult
 from ..analyses.probes import Model, ProbeResults
 from ..analyses.relations import RelationScores
 from ..analyses.surface import BROAD_ENTROPY, SurfaceResult, broad_heads
-from ..analyses.tokentypes import TYPES as TOKEN_TYPES, Stripes
+from ..analyses.tokentypes import UNTYPED, Stripes
 
 COLUMNS = ("quantity", "paper", "this run", "what differs")
 MIDDLE = range(paper.SURFACE["sep_middle_layers"][0], paper.SURFACE["sep_middle_layers"][1] + 1)
@@ -222,26 +223,35 @@ TABLE1_DIFFERS = {  # this run is scored as Clark's released code (syntax.SCORIN
 }
 
 
+TABLE1_COLUMNS = ("quantity", "paper", "released notebook", "this run", "what differs")  # table1's layout
+
+
 def table1(heads: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
-    """Clark et al.'s Table 1 beside this run's `syntax.head_accuracy` and `syntax.offset_baseline` (scored as
-    Clark's released code: `syntax.SCORINGS["clark"]`, offsets -3 ... +2), relation
-    by relation (SD names mapped to spaCy's, e.g. nn -> compound): the best head, its accuracy (%) and 95 %
-    interval, the best offset's accuracy, and the number of dependents."""
+    """Clark et al.'s Table 1, the rows its released notebook prints (`paper.TABLE1`'s released columns: same heads
+    and offsets) and this run's `syntax.head_accuracy` and `syntax.offset_baseline` (scored as Clark's released
+    code: `syntax.SCORINGS["clark"]`, offsets -3 ... +2), relation by relation (SD names mapped to spaCy's, e.g.
+    nn -> compound): the best head, its accuracy (%) and 95 % interval, the best offset's accuracy, and the number
+    of dependents. Columns: TABLE1_COLUMNS; where the paper and its released notebook disagree, both gains."""
     heads, baseline = heads.set_index("relation"), baseline.set_index("relation")
+    gains = paper.table1_gains().set_index("relation")
     rows = []
     for p in paper.TABLE1.itertuples():
         ours = paper.SD_TO_SPACY.get(p.relation, p.relation)
         theirs = f"{p.head}{_direction(p.direction)}: {p.accuracy:.1f} | offset {p.offset:+d}: {p.baseline:.1f}"
+        released = f"{p.released_accuracy:.1f} | {p.released_baseline:.1f}"
         mine = "–"
         if ours in heads.index:
             h, b = heads.loc[ours], baseline.loc[ours]
             mine = (f"{head_label(h['layer'], h['head'])}{_direction(h['direction'])}: {100 * h['accuracy']:.1f} "
                     f"[{100 * h['low']:.1f}–{100 * h['high']:.1f}] | offset {int(b['offset']):+d}: "
                     f"{100 * b['accuracy']:.1f} | n = {int(h['n'])}")
-        differs = "; ".join(d for d in (f"{p.relation} is spaCy's {ours}" if ours != p.relation else "",
+        gain = gains.loc[p.relation]
+        disagree = (f"the paper's gain {gain['paper']:+.1f}, its released notebook's {gain['released']:+.1f}"
+                    if gain["differs"] else "")
+        differs = "; ".join(d for d in (disagree, f"{p.relation} is spaCy's {ours}" if ours != p.relation else "",
                                         TABLE1_DIFFERS.get(ours, "")) if d)
-        rows.append((p.relation, theirs, mine, differs))
-    return table(rows)
+        rows.append((p.relation, theirs, released, mine, differs))
+    return pd.DataFrame(rows, columns=list(TABLE1_COLUMNS))
 
 
 TABLE2_READINGS = (Reading.MENTION_HEADS, Reading.EARLIER_WORDS)  # the head rows of Table 2; all in coref_readings
@@ -400,7 +410,8 @@ class HandLabels:
     """What the hand labels of the default model's maps measure (notebook 08). macro_f1: per classifier (its name
     as the table shows it), the cross-validated macro-F1 over the paper's five kinds; self_agreement: the share of
     maps the labeller gave the same label on a second look; n_maps: the labelled maps; shares: the long frame (task,
-    model, kind, share, low, high) of the labels' own shares (`patterns.label_shares`, Wilson 95 % intervals)."""
+    model, kind, n, share, low, high) of the labels' own shares (`patterns.label_shares`: n random maps per group,
+    Wilson 95 % intervals)."""
 
     macro_f1: pd.Series
     self_agreement: float
@@ -450,8 +461,10 @@ def dark_secrets_patterns(shares: Mapping[str, pd.DataFrame], similarity: Mappin
          f"{tasks}; broad maps counted as heterogeneous, as in the paper"),
     ]
     if labels is not None:
+        fine = labels.shares[labels.shares["model"] == Stage.FINE_TUNED].groupby("task")["n"].first()
+        maps = _per_task({task: f"{int(fine[task])}" for task in order if task in fine})
         rows.append(("heterogeneous share (fine-tuned), from the labels", "not reported",
-                     _per_task(heterogeneous(labels.shares)), "60 random maps per task (30 sentiment)"))
+                     _per_task(heterogeneous(labels.shares)), f"random maps per task: {maps}"))
     rows += [
         ("fine-tuned vs pre-trained (no task training)", f"{ds['finetuned_vs_pretrained_gain']:+.1f} points (average)",
          f"{gain.mean():+.1f} points (average); " + _per_task({t: f"{g:+.1f}" for t, g in gain.items()}),
@@ -469,24 +482,30 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
     """Kovaleva et al. §4.2 and §4.4-4.6 beside this run (notebook 09).
 
     relation_scores: null -> `relations.RelationScores` of the silver proxy's frames; special: task ->
-    `tokentypes.special_change`; cls_rows: task -> `tokentypes.cls_change` (the last layer); stripes: one row per
+    `tokentypes.special_change`; cls_rows: task -> `tokentypes.exclusive_cls_change` (the last layer, each token
+    in one category); stripes: one row per
     task, model and threshold (`tokentypes.stripe_summary`); held: task ->
     `disabling.HeldOut` (seed 0); seeds: seed -> `HeldOut` of one task."""
     ds = paper.DARK_SECRETS
     tasks = "the kit's tasks, not GLUE"
 
-    def relation(null: str) -> str:
-        table = relation_scores[null].table()
-        above = table[table["above"]]
-        best = f"best {above.iloc[0]['label']} ({above.iloc[0]['score']:.2f})" if len(above) else "none"
-        return f"{null} null: {len(above)} of {len(table)} heads above; {best}"
+    tables = {null: result.table().set_index("label", drop=False) for null, result in relation_scores.items()}
+    ranked = next(iter(tables.values()))
+    top = ranked[ranked["top_p99"]]
+
+    def effect(null: str, label: str) -> str:
+        row = tables[null].loc[label]
+        return f"{null} {row['effect']:+.2f} [{row['effect_low']:+.2f}, {row['effect_high']:+.2f}]"
 
     sink = {task: f"[CLS] {frame['cls_change'].min():+.2f} in layer {int(frame['cls_change'].idxmin())}, [SEP] at most "
                   f"{frame['sep_change'].abs().max():.3f}" for task, frame in special.items()}
     reads = {}
     for task, frame in cls_rows.items():
-        after = frame.set_index("category").loc[list(TOKEN_TYPES), "after"].drop("other")
-        reads[task] = f"{after.idxmax()} {after.max():.2f}, [SEP] {after['[SEP]']:.2f}"
+        rows = frame.set_index("category")
+        typed = rows.drop(UNTYPED)
+        largest = typed["after"].idxmax()
+        reads[task] = (f"{largest} {typed.loc[largest, 'before']:.2f} -> {typed.loc[largest, 'after']:.2f}, [SEP] "
+                       f"{typed.loc['[SEP]', 'after']:.2f}, {UNTYPED} {rows.loc[UNTYPED, 'after']:.2f}")
     main = stripes[stripes["threshold"] == 0.2]
     picks = {task: f"{r.picks.loc['best head', 'label']} {100 * r.picks.loc['best head', 'selection']:+.1f} -> "
                    f"{100 * r.picks.loc['best head', 'evaluation']:+.1f} "
@@ -504,14 +523,17 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
     g_low, g_high = ds["head_disabling_gain"]
     return table([
         ("relation-specific heads (§4.2)", f"{ds['framenet_heads_above']} of 144 heads above the 99th percentile "
-         f"(scores {ds['framenet_scores'][0]}, {ds['framenet_scores'][1]}; "
+         f"of all heads' scores (scores {ds['framenet_scores'][0]}, {ds['framenet_scores'][1]}; "
          f"{ds['framenet_sentences']} FrameNet sentences)",
-         "; ".join(relation(null) for null in relation_scores),
-         "a silver predicate-argument proxy from spaCy's parses, not FrameNet; two nulls"),
+         f"{len(top)} of {len(ranked)} heads above it: " + "; ".join(
+             f"{label} ({row['score']:.2f}), effect over the null [95 %]: "
+             + ", ".join(effect(null, label) for null in tables) for label, row in top.iterrows()),
+         "a silver predicate-argument proxy from spaCy's parses, not FrameNet; the nulls and effects are the "
+         "kit's own"),
         ("[CLS] and [SEP] after fine-tuning (§4.5)", ds["special_after_finetuning"], _per_task(sink),
          f"{tasks}; this model's sink is [CLS]"),
         ("what [CLS] attends to in the last layer (§4.5)", ds["cls_last_layer"], _per_task(reads),
-         f"{tasks}; token types from silver parses"),
+         f"{tasks}; token types from silver parses, one per token (before -> after fine-tuning)"),
         ("where vertical stripes fall (§4.4)", ds["stripes_from"],
          f"special tokens or punctuation {100 * main[Stripes.SPECIAL].min():.0f}-"
          f"{100 * main[Stripes.SPECIAL].max():.0f} % of stripes, linguistic types "
@@ -530,14 +552,17 @@ def dark_secrets_heads(relation_scores: Mapping[str, RelationScores], special: M
 
 
 def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads: pd.DataFrame,
-                     correlations: pd.DataFrame, curves: Mapping[str, pd.DataFrame],
-                     removal: Mapping[str, pd.DataFrame], head_size: int) -> pd.DataFrame:
+                     long_change: pd.DataFrame, correlations: pd.DataFrame, released: pd.DataFrame,
+                     curves: Mapping[str, pd.DataFrame], removal: Mapping[str, pd.DataFrame],
+                     head_size: int) -> pd.DataFrame:
     """The later work's findings (in words: `paper.LATER_WORK`) beside this run (notebook 10).
 
     norm_result: `norms.norm_shares`; sinks: per layer, ("raw" | "effective", "cls" | "sep" | "punct") mean
-    attention; syntax_heads: per relation, ("raw" | "effective", "head" | "accuracy"); correlations:
-    `attribution.correlations`; curves: task -> `importance.pruning_curves`; removal: task ->
-    `importance.pattern_removal`; head_size: the model's dimensions per head."""
+    attention; syntax_heads: per relation, ("raw" | "effective", "head" | "accuracy"); long_change:
+    `identifiability.syntax_change` on the long sentences only; correlations: `attribution.correlations` (the kit's
+    [CLS]-row test); released: `attribution.released_correlations` (Abnar & Zuidema's reading); curves: task ->
+    `importance.pruning_curves(...).frame`; removal: task -> `importance.pattern_removal` (the vertical heads'
+    [CLS] column drained); head_size: the model's dimensions per head."""
     later = paper.LATER_WORK
     table_ = norm_result.by_layer().unstack("category")
     mixing = norm_result.mixing()
@@ -545,13 +570,13 @@ def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads:
     same = int((syntax_heads[("raw", "head")] == syntax_heads[("effective", "head")]).sum())
     last = correlations[correlations["layer"] == correlations["layer"].max()].set_index("method")["spearman"]
     best_raw = correlations[correlations["method"] == "attention"].set_index("layer")["spearman"]
+    theirs = released[released["layer"] == released["layer"].max()].set_index("method")["spearman"]
 
     def at_half(frame: pd.DataFrame) -> str:
-        half = frame[np.isclose(frame["share"], 0.5)]
-        chosen = half[half["order"] == "importance"]["accuracy"].iloc[0]
-        random = half[half["order"] != "importance"]["accuracy"].mean()
+        half = frame[np.isclose(frame["share"], 0.5)].set_index("order")["accuracy"]
+        random = half[half.index.str.startswith("random")].mean()
         start = frame[frame["heads"] == 0]["accuracy"].iloc[0]
-        return f"{start:.2f} -> {chosen:.2f} (random {random:.2f})"
+        return f"{start:.2f} -> {half['importance']:.2f} (raw {half['raw importance']:.2f}, random {random:.2f})"
 
     vertical = {task: frame.set_index("kind").loc["vertical"] for task, frame in removal.items()
                 if "vertical" in set(frame["kind"])}
@@ -566,19 +591,25 @@ def beyond_attention(norm_result: NormResult, sinks: pd.DataFrame, syntax_heads:
          f"and LayerNorm {full.min():.2f}-{full.max():.2f}", "their ratio of vector norms, per layer"),
         (f"effective attention ({paper.BRUNNER})", later["identifiability"],
          f"[CLS] {sinks[('raw', 'cls')].max():.2f} -> {sinks[('effective', 'cls')].max():.3f} (largest layer mean); "
-         f"{same} of {len(syntax_heads)} relations keep their best syntax head",
-         f"{head_size} dimensions per head, fewer than most segments have tokens"),
+         f"{same} of {len(syntax_heads)} relations keep their best syntax head; on long sentences only "
+         f"{int(long_change['kept'].sum())} of {len(long_change)}, accuracy changes "
+         f"{100 * long_change['change'].min():+.1f} to {100 * long_change['change'].max():+.1f} points",
+         f"{head_size} dimensions per head: inputs of at most {head_size} tokens have no null space (A P = A)"),
         (f"rollout and flow ({paper.ABNAR})", later["rollout_flow"],
          f"Spearman with leave-one-out, last layer: attention {last['attention']:.2f}, rollout {last['rollout']:.2f}, "
          f"flow {last['flow']:.2f}, gradient x input {last['grad_x_input']:.2f}; raw attention best in layer "
-         f"{int(best_raw.idxmax())} ({best_raw.max():.2f})",
-         f"{int(correlations['layer'].max())} layers, fine-tuned for the kit's sentiment task; "
-         "leave-one-out removes a word"),
+         f"{int(best_raw.idxmax())} ({best_raw.max():.2f}); their released reading (max over rows, against "
+         f"|gradient|): attention {theirs['attention']:.2f}, rollout {theirs['rollout']:.2f}, "
+         f"flow {theirs['flow']:.2f}",
+         f"{int(correlations['layer'].max())} layers, fine-tuned for the kit's sentiment task; the [CLS]-row test "
+         "against leave-one-out (a word removed) is the kit's own"),
         (f"pruning by importance ({paper.MICHEL}; {paper.BUDHRAJA})", f"{later['pruning']}; {later['random_pruning']}",
          "half the heads removed: " + _per_task({task: at_half(frame) for task, frame in curves.items()}),
-         "importance on one half of the test inputs, accuracy on the other"),
+         "importance normalised per layer (and raw) on one half of the test inputs, accuracy on the other"),
         ("removing one pattern's heads (Kovaleva patterns)", "not in the papers",
          "every vertical head: " + _per_task({task: f"{v['accuracy']:.2f} vs random {v['random low']:.2f}-"
-                                                    f"{v['random high']:.2f}" for task, v in vertical.items()}),
-         "patterns by the kit's rules on the fine-tuned models"),
+                                                    f"{v['random high']:.2f} (p {v['p']:.2f}); only their [CLS] "
+                                                    f"column: {v['cls drained']:.2f}"
+                                              for task, v in vertical.items()}),
+         "patterns by the kit's rules on the fine-tuned models; random sets matched by layer (5-95 %)"),
     ])

@@ -76,6 +76,12 @@ class Table1:
     paper_all_accuracy: float  # the paper's best head over all words (%)
     paper_all_baseline: float  # the paper's best offset over all words (%)
     all_gap_to_paper: float  # all_accuracy - paper_all_accuracy (points)
+    released_all_accuracy: float  # the same two numbers as Clark et al.'s released notebook prints them (%)
+    released_all_baseline: float
+    all_gap_to_released: float  # all_accuracy - released_all_accuracy (points)
+    disagreements: tuple[tuple[str, float, float, float], ...]  # (relation, the paper's gain, its released notebook's,
+    # this run's, NaN if it has none) for the relations but "all" where the paper's table and its released notebook
+    # disagree (points)
     wide: tuple[tuple[str, float], ...]  # (relation, gain) with a gain over WIDE_GAIN, largest first
     modest: tuple[tuple[str, float], ...]  # gains from SMALL_GAIN to WIDE_GAIN
     small: tuple[tuple[str, float], ...]  # gains under SMALL_GAIN
@@ -106,6 +112,7 @@ def table1(heads: pd.DataFrame, baseline: pd.DataFrame, rare: str = "prt") -> Ta
     modest = gain[(gain >= SMALL_GAIN) & (gain <= WIDE_GAIN)]
     winners = table.loc[small.index, "head"].value_counts()
     theirs = paper.TABLE1.set_index("relation")
+    gains = paper.table1_gains().set_index("relation").drop("all")
     n = int(table.loc[rare, "n"])
     rare_row = heads.set_index("relation").loc[rare]
     return Table1(
@@ -114,6 +121,12 @@ def table1(heads: pd.DataFrame, baseline: pd.DataFrame, rare: str = "prt") -> Ta
         paper_all_accuracy=float(theirs.loc["all", "accuracy"]),
         paper_all_baseline=float(theirs.loc["all", "baseline"]),
         all_gap_to_paper=float(table.loc["all", "acc."] - theirs.loc["all", "accuracy"]),
+        released_all_accuracy=float(theirs.loc["all", "released_accuracy"]),
+        released_all_baseline=float(theirs.loc["all", "released_baseline"]),
+        all_gap_to_released=float(table.loc["all", "acc."] - theirs.loc["all", "released_accuracy"]),
+        disagreements=tuple((str(r), float(g.paper), float(g.released),
+                             float(gain.get(paper.SD_TO_SPACY.get(r, r), np.nan)))
+                            for r, g in gains[gains["differs"]].iterrows()),
         wide=_ranked(wide), modest=_ranked(modest), small=_ranked(small),
         wide_max_baseline=float((100 * offsets.loc[wide.index, "accuracy"]).max()) if len(wide) else float("nan"),
         small_not_adjacent=tuple(str(r) for r in small.index if abs(offsets.loc[r, "offset"]) != 1),

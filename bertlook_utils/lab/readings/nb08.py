@@ -2,17 +2,21 @@
 and checks use.
 
 Accuracy gaps are in points (100 x the difference of two accuracies of `finetune.task_scores`); pattern shares are
-fractions of all maps, with the intervals of `patterns.classifier_shares` (refit bands) and `patterns.label_shares`
-(Wilson); cosine similarities per layer are `patterns.map_similarity`'s means over heads; layers are 1-indexed.
+fractions of all maps, with the intervals of `patterns.classifier_shares` (refit bands: how much a share moves when
+the classifier is refitted on resampled labels, not sampling intervals), `patterns.label_shares` (Wilson) and
+`share_change` (a bootstrap over inputs, per fine-tuning seed); cosine similarities per layer are
+`patterns.map_similarity`'s means over heads; layers are 1-indexed.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ...analyses.finetune import Score, Stage
+from ...data.tasks import TaskData
 from ...analyses.patterns import label_shares, to_pattern
 from ...present import paper
 
@@ -50,6 +54,22 @@ def task_gains(scores: pd.DataFrame) -> TaskGains:
         over_cls=tuple(map(float, over_cls)),
         mean_beats_cls=int((scores[Score.FROZEN_MEAN] > scores[Score.FROZEN_CLS]).sum()),
         untrained_off_majority=float((100 * (scores[Score.UNTRAINED] - scores[Score.MAJORITY])).abs().max()))
+
+
+@dataclass(frozen=True)
+class TaskSizes:
+    """The tasks' split sizes: how many tasks, and each distinct number of training and of test inputs per task,
+    ascending."""
+
+    n_tasks: int
+    n_train: tuple[int, ...]
+    n_test: tuple[int, ...]
+
+
+def task_sizes(tasks: Mapping[str, TaskData]) -> TaskSizes:
+    """tasks: name -> `TaskData`."""
+    return TaskSizes(n_tasks=len(tasks), n_train=tuple(sorted({len(data.train) for data in tasks.values()})),
+                     n_test=tuple(sorted({len(data.test) for data in tasks.values()})))
 
 
 # -- the classifiers against the hand labels ---------------------------------------------------------
@@ -116,11 +136,16 @@ class HeterogeneousShare:
     layer_one_min: float  # by the rules, the smallest heterogeneous + broad share of layer 1's maps, over (task, model)
     layer_one_max: float  # the largest
     top_layers: tuple[int, ...]  # the layers with the largest heterogeneous + broad share (rules) of some (task, model)
-    labels_tuned_low: float  # for `task`: the labels' lower Wilson end for the heterogeneous share, fine-tuned
-    labels_pretrained_high: float  # and their upper end, pre-trained
+    labels_reach_paper: tuple[tuple[str, str], ...]  # (task, model) whose labels' upper Wilson end reaches paper_low
+    labels_tuned_high: float  # for `task`: the labels' upper Wilson end for the heterogeneous share, fine-tuned
+    labels_tuned_low: float  # and their lower end
+    labels_pretrained_high: float  # their upper end, pre-trained
+    labels_n: tuple[int, ...]  # for `task`: the random hand-labelled maps per model, each distinct count ascending
     band_gap: float  # for `task`, min over classifiers of fine-tuned band low - pre-trained band high (> 0: apart)
-    paper_low: float  # the paper's lowest heterogeneous share (MRPC)
-    paper_high: float  # its highest (QQP)
+    paper_low: float  # the paper's lowest heterogeneous share
+    paper_high: float  # its highest
+    paper_low_task: str  # the paper's task with the lowest share (MRPC)
+    paper_high_task: str  # with the highest (QQP)
 
 
 def heterogeneous_share(overall: Mapping[str, pd.DataFrame], by_model: pd.DataFrame,
@@ -148,11 +173,77 @@ def heterogeneous_share(overall: Mapping[str, pd.DataFrame], by_model: pd.DataFr
         labels_high_max=float(five["high"].max()),
         layer_one_min=float(min(layer_one)), layer_one_max=float(max(layer_one)),
         top_layers=tuple(sorted({int(shares[UNPATTERNED].sum(axis=1).idxmax()) for shares in per_layer.values()})),
+        labels_reach_paper=tuple((str(t), str(m)) for (t, m), reach in (five["high"] >= low).items() if reach),
+        labels_tuned_high=float(five.loc[(task, Stage.FINE_TUNED), "high"]),
         labels_tuned_low=float(five.loc[(task, Stage.FINE_TUNED), "low"]),
         labels_pretrained_high=float(five.loc[(task, Stage.PRETRAINED), "high"]),
+        labels_n=tuple(sorted({int(n) for n in five.loc[task, "n"]})),
         band_gap=float(min(heterogeneous(overall[name], Stage.FINE_TUNED)["low"]
                            - heterogeneous(overall[name], Stage.PRETRAINED)["high"] for name in classifiers)),
-        paper_low=float(low), paper_high=float(high))
+        paper_low=float(low), paper_high=float(high), paper_low_task=paper.DARK_SECRETS["heterogeneous_tasks"][0],
+        paper_high_task=paper.DARK_SECRETS["heterogeneous_tasks"][1])
+
+
+# -- the heterogeneous share over fine-tuning seeds and inputs --------------------------------------
+@dataclass(frozen=True)
+class ShareChange:
+    """The heterogeneous share (broad included, the paper's count) of one task's maps before and after fine-tuning
+    with several seeds, on the same inputs, with a percentile interval from a bootstrap over the inputs (every
+    seed's change and the mean over seeds read off the same resamples, paired before and after)."""
+
+    seeds: tuple[int, ...]  # the fine-tuning seeds, in the order given
+    n_seeds: int  # how many
+    n_inputs: int  # the inputs the maps come from
+    n_boot: int  # bootstrap resamples of the inputs
+    level: float  # the intervals' coverage
+    pretrained: float  # the pre-trained model's share
+    tuned: tuple[float, ...]  # each seed's fine-tuned share
+    change: tuple[float, ...]  # each seed's tuned - pretrained
+    low: tuple[float, ...]  # its interval
+    high: tuple[float, ...]
+    smallest: float  # the smallest change over seeds
+    largest: float  # the largest
+    sizes_differ: bool  # whether some seed's interval lies wholly above another's (the size depends on the run)
+    mean_change: float  # the mean change over seeds
+    mean_low: float  # its interval
+    mean_high: float
+    n_raised: int  # seeds whose interval lies above 0
+    n_lowered: int  # seeds whose interval lies below 0
+
+
+def share_change(pretrained: np.ndarray, tuned: Mapping[int, np.ndarray], kinds: Sequence[str] = tuple(UNPATTERNED),
+                 n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> ShareChange:
+    """pretrained: the kind of every map of the pre-trained model (`patterns.classify_with`), [N inputs, L, H];
+    tuned: fine-tuning seed -> the kinds of that fine-tuned model's maps on the same inputs, [N, L, H]; kinds: those
+    counted (the paper's heterogeneous: heterogeneous and broad); seed: the bootstrap's."""
+    pretrained = np.asarray(pretrained, dtype=object)
+    if pretrained.ndim != 3 or not len(pretrained) or not tuned:
+        raise ValueError(f"need kinds [inputs, layers, heads] of at least one input, and one seed; got "
+                         f"{pretrained.shape}")
+    if any(np.shape(k) != pretrained.shape for k in tuned.values()):
+        raise ValueError(f"every seed's kinds must have the pre-trained shape {pretrained.shape}")
+
+    def per_input(k: np.ndarray) -> np.ndarray:  # [N]: the share of each input's maps of the counted kinds
+        return np.isin(np.asarray(k, dtype=object), list(kinds)).mean(axis=(1, 2))
+
+    before = per_input(pretrained)
+    after = np.stack([per_input(k) for k in tuned.values()], axis=1)  # [N, S]
+    differences = after - before[:, None]
+    differences = np.concatenate([differences, differences.mean(1, keepdims=True)], axis=1)  # [N, S + 1]: + mean
+    n = len(before)
+    weights = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=n_boot)  # [B, N]
+    tail = (1 - level) / 2
+    low, high = np.quantile(weights @ differences / n, [tail, 1 - tail], axis=0)  # [S + 1] each
+    change = differences.mean(0)
+    return ShareChange(
+        seeds=tuple(int(s) for s in tuned), n_seeds=len(tuned), n_inputs=n, n_boot=n_boot, level=level,
+        pretrained=float(before.mean()),
+        tuned=tuple(map(float, after.mean(0))), change=tuple(map(float, change[:-1])),
+        low=tuple(map(float, low[:-1])), high=tuple(map(float, high[:-1])), smallest=float(change[:-1].min()),
+        largest=float(change[:-1].max()), sizes_differ=bool(low[:-1].max() > high[:-1].min()),
+        mean_change=float(change[-1]),
+        mean_low=float(low[-1]), mean_high=float(high[-1]), n_raised=int((low[:-1] > 0).sum()),
+        n_lowered=int((high[:-1] < 0).sum()))
 
 
 # -- which layers fine-tuning changes -------------------------------------------------------------

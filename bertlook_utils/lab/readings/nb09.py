@@ -2,72 +2,86 @@
 numbers its prose and checks use.
 
 They are read from the relation scores (`relations.score_relations`, `relations.versus_syntax`), the attention by
-token type before and after fine-tuning (`tokentypes.special_change`, `tokentypes.cls_change`,
-`tokentypes.stripe_summary`) and the held-out disabling scans (`disabling.held_out`). Attention shares and accuracy
-changes are fractions (1 = all the attention, 100 points); layers and heads 1-indexed; tasks in the order of the
-mappings given.
+token type before and after fine-tuning (`tokentypes.special_change`, `tokentypes.exclusive_cls_change`,
+`tokentypes.stripe_summary`) and the held-out disabling scans (`disabling.held_out`, `disabling.near_ties`).
+Attention shares and accuracy changes are fractions (1 = all the attention, 100 points); layers and heads
+1-indexed; tasks in the order of the mappings given.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
 
+import numpy as np
 import pandas as pd
 
-from ...analyses.disabling import HeldOut
+from ...analyses.disabling import HeldOut, NearTies
 from ...analyses.finetune import Stage
 from ...analyses.relations import RelationScores
-from ...analyses.tokentypes import DEFAULT_THRESHOLD, TYPES, Stripes, TokenTypeAttention
+from ...analyses.tokentypes import DEFAULT_THRESHOLD, EXCLUSIVE, UNTYPED, Stripes, TokenTypeAttention
 from ...present import paper
 from .words import listed  # noqa: F401 - the cells write their lists with it
 
 CORE = ("nsubj", "dobj", "pobj")  # the proxy's arguments that are plainly dependency relations too
 PAIR_TASK = "next_paragraph"  # the kit's sentence-pair task (`classroom.task_data`)
-# the table row `relation_heads` reads when no head is above its shifted null
-NO_HEAD = pd.Series({"label": "", "layer": 0, "head": 0, "score": float("nan"), "null_p99": float("nan")})
 
 
 # -- §4.2 relation-specific heads ---------------------------------------------------------------------
 @dataclass(frozen=True)
+class Effect:
+    """One head's score minus a null's mean, with its 95 % interval over sentences (`RelationScores.effects`)."""
+
+    label: str  # "layer-head"
+    layer: int
+    head: int
+    effect: float
+    low: float
+    high: float
+
+
+def _effect(row: pd.Series) -> Effect:
+    return Effect(str(row["label"]), int(row["layer"]), int(row["head"]), float(row["effect"]),
+                  float(row["effect_low"]), float(row["effect_high"]))
+
+
+@dataclass(frozen=True)
 class RelationHeads:
-    """The relation scores against their two nulls' 99th percentiles (`RelationScores.table`): the top head by
-    score, and the top head of those above the shifted null (`kept`; "", 0 and NaN when no head is)."""
+    """The relation scores by the paper's statistic (a rank among heads) and by the kit's nulls (effect sizes and
+    per-head tests against the relocated and the shifted null, `RelationScores.table`)."""
 
     n_heads: int  # heads scored
+    n_arguments: int  # argument spans scored
+    percentile: float  # the 99th percentile of all the heads' scores
+    paper_heads: tuple[str, ...]  # the heads above it, by score (the paper's statistic)
     top: str  # the head with the highest score, "layer-head"
     top_score: float  # its score (mean largest weight between predicate and argument words)
-    top_relocated: float  # its relocated null's 99th percentile
-    top_shifted: float  # its shifted null's 99th percentile
-    top_above_shifted: bool  # whether its score is above top_shifted
     paper_best: float  # the paper's best FrameNet score
+    paper_scores: tuple[float, ...]  # the paper's heads above its 99th percentile
+    top_relocated: Effect  # the top head's effect over the relocated null
+    top_shifted: Effect  # over the shifted null
+    strongest: Effect  # the largest effect over the shifted null
     n_relocated: int  # heads above their relocated null's 99th percentile
     n_shifted: int  # heads above their shifted null's
-    kept: str  # the highest-scoring head above its shifted null
-    kept_layer: int
-    kept_head: int
-    kept_score: float
-    kept_shifted: float  # its shifted null's 99th percentile
-
-    @property
-    def top_against_shifted(self) -> str:
-        """Where the top head's score falls against its shifted null: "still above" or "inside"."""
-        return "still above" if self.top_above_shifted else "inside"
+    n_effect_shifted: int  # heads whose effect over the shifted null has an interval above 0
 
 
 def relation_heads(scores: Mapping[str, RelationScores]) -> RelationHeads:
-    """scores: null ("relocated", "shifted") -> `relations.score_relations` of one model's heads."""
+    """scores: null ("relocated", "shifted") -> `relations.score_relations` of one model's heads (same frames)."""
     relocated, shifted = scores["relocated"].table(), scores["shifted"].table()
     top = relocated.iloc[0]
-    top_shifted = shifted.set_index("label").loc[top["label"]]
-    kept = shifted[shifted["above"]]
-    first = kept.iloc[0] if len(kept) else NO_HEAD
+    by_label = {null: table.set_index("label", drop=False) for null, table in (("relocated", relocated),
+                                                                               ("shifted", shifted))}
+    strongest = shifted.loc[shifted["effect"].idxmax()]
     return RelationHeads(
-        n_heads=len(relocated), top=str(top["label"]), top_score=float(top["score"]),
-        top_relocated=float(top["null_p99"]), top_shifted=float(top_shifted["null_p99"]),
-        top_above_shifted=bool(top_shifted["above"]), paper_best=max(paper.DARK_SECRETS["framenet_scores"]),
-        n_relocated=int(relocated["above"].sum()), n_shifted=len(kept), kept=str(first["label"]),
-        kept_layer=int(first["layer"]), kept_head=int(first["head"]), kept_score=float(first["score"]),
-        kept_shifted=float(first["null_p99"]))
+        n_heads=len(relocated), n_arguments=sum(len(f.spans) for f in scores["shifted"].frames),
+        percentile=float(np.percentile(relocated["score"], 99)),
+        paper_heads=tuple(relocated.loc[relocated["top_p99"], "label"]), top=str(top["label"]),
+        top_score=float(top["score"]), paper_best=max(paper.DARK_SECRETS["framenet_scores"]),
+        paper_scores=tuple(paper.DARK_SECRETS["framenet_scores"]),
+        top_relocated=_effect(by_label["relocated"].loc[top["label"]]),
+        top_shifted=_effect(by_label["shifted"].loc[top["label"]]), strongest=_effect(strongest),
+        n_relocated=int(relocated["above"].sum()), n_shifted=int(shifted["above"].sum()),
+        n_effect_shifted=int((shifted["effect_low"] > 0).sum()))
 
 
 @dataclass(frozen=True)
@@ -117,26 +131,43 @@ def sink_shift(special: Mapping[str, pd.DataFrame]) -> SinkShift:
 
 @dataclass(frozen=True)
 class ClsReads:
-    """What the last layer's [CLS] row attends to, per token type (shares of the row, mean over heads and
-    inputs; the types overlap)."""
+    """What the last layer's [CLS] row attends to, in exclusive categories (`tokentypes.exclusive_cls_change`:
+    each token in one; shares of the row, mean over heads and inputs; changes with paired intervals)."""
 
-    nouns: tuple[tuple[str, float, float], ...]  # per task: (task, share on nouns after fine-tuning, nouns' share
-    # of the tokens)
-    largest: tuple[str, ...]  # per task: the type other than "other" with the largest share after fine-tuning
+    nouns: tuple[tuple[str, float, float, float], ...]  # per task: (task, share on nouns before fine-tuning,
+    # after, nouns' share of the tokens)
+    noun_changes: tuple[tuple[str, float, float, float], ...]  # per task: (task, change, low, high)
+    largest_before: tuple[str, ...]  # per task: the typed category (not UNTYPED) with the largest share before
+    largest_after: tuple[str, ...]  # after
+    largest_overall: tuple[str, ...]  # per task: the category with the largest share after, UNTYPED included
+    untyped: tuple[tuple[str, float, float, float, float], ...]  # per task: (task, UNTYPED's share after, its
+    # change, low, high)
     sep_after_min: float  # smallest share on [SEP] after fine-tuning, over tasks
     sep_after_max: float  # largest
     sep_most: float  # largest share on [SEP], before or after, over tasks
     cls_changes: tuple[tuple[str, float], ...]  # per task: (task, change of the share [CLS] keeps on itself)
 
+    @property
+    def noun_largest(self) -> bool:
+        """Whether nouns take the largest typed share in every task, before and after fine-tuning."""
+        return all(name == "noun" for name in (*self.largest_before, *self.largest_after))
+
 
 def cls_reads(cls_rows: Mapping[str, pd.DataFrame]) -> ClsReads:
-    """cls_rows: task -> `tokentypes.cls_change` (one row per category: base_rate, before, after, change, ...)."""
+    """cls_rows: task -> `tokentypes.exclusive_cls_change` (one row per EXCLUSIVE category: base_rate, before,
+    after, change, change_low, change_high)."""
     rows = {task: frame.set_index("category") for task, frame in cls_rows.items()}
-    typed = [t for t in TYPES if t != "other"]
+    typed = [c for c in EXCLUSIVE if c != UNTYPED]
     return ClsReads(
-        nouns=tuple((task, float(row.loc["noun", "after"]), float(row.loc["noun", "base_rate"]))
-                    for task, row in rows.items()),
-        largest=tuple(str(row.loc[typed, "after"].idxmax()) for row in rows.values()),
+        nouns=tuple((task, float(row.loc["noun", "before"]), float(row.loc["noun", "after"]),
+                     float(row.loc["noun", "base_rate"])) for task, row in rows.items()),
+        noun_changes=tuple((task, *(float(row.loc["noun", c]) for c in ("change", "change_low", "change_high")))
+                           for task, row in rows.items()),
+        largest_before=tuple(str(row.loc[typed, "before"].idxmax()) for row in rows.values()),
+        largest_after=tuple(str(row.loc[typed, "after"].idxmax()) for row in rows.values()),
+        largest_overall=tuple(str(row["after"].idxmax()) for row in rows.values()),
+        untyped=tuple((task, *(float(row.loc[UNTYPED, c]) for c in ("after", "change", "change_low", "change_high")))
+                      for task, row in rows.items()),
         sep_after_min=min(float(row.loc["[SEP]", "after"]) for row in rows.values()),
         sep_after_max=max(float(row.loc["[SEP]", "after"]) for row in rows.values()),
         sep_most=max(float(row.loc["[SEP]", ["before", "after"]].max()) for row in rows.values()),
@@ -199,11 +230,18 @@ class HeldOutDisabling:
 
     tries: int
     heads_chosen: int  # different best heads among the tries
+    evaluation_sizes: tuple[int, ...]  # the evaluation halves' sizes, distinct, increasing
+    test_sizes: tuple[int, ...]  # the test sets' sizes (both halves), distinct, increasing
     selection_min: float  # smallest accuracy change of a best head on its selection half
     selection_max: float
     evaluation_min: float  # smallest change of a best head on its evaluation half
     evaluation_max: float
+    gained_lost: tuple[tuple[str, str, int, int], ...]  # per try: (try, best head, evaluation inputs it turns
+    # right, wrong); a try is a task, or "<task>, seed <seed>"
     including_zero: int  # tries whose evaluation interval includes 0
+    paper_low: float  # the paper's smallest and largest best-head gain (fractions)
+    paper_high: float
+    containing_paper: int  # tries whose evaluation interval contains the paper's whole range
     half_width: float  # median half-width of those intervals
     harmful: tuple[Harm, ...]  # each task's worst head and worst layer whose interval lies below 0, in order
     seed_heads: int  # different best heads over the seeds
@@ -211,23 +249,73 @@ class HeldOutDisabling:
     other_random: tuple[tuple[str, float], ...]  # the same on the other tasks: (task, mean change)
     costliest: str  # the task whose mean change over single heads is lowest
 
+    @property
+    def evaluation_inputs(self) -> str:
+        """The evaluation halves' sizes in words: "96", or "95 or 96"."""
+        return " or ".join(map(str, self.evaluation_sizes))
+
+    @property
+    def test_inputs(self) -> str:
+        """The test sets' sizes in words: "192", or "190 or 192"."""
+        return " or ".join(map(str, self.test_sizes))
+
 
 def held_out_disabling(held: Mapping[str, HeldOut], seeds: Mapping[int, HeldOut], seed: int,
                        pair_task: str = PAIR_TASK) -> HeldOutDisabling:
     """held: task -> `disabling.held_out` of the model fine-tuned with `seed`; seeds: seed -> `held_out` of one
     task's models fine-tuned with each seed (the one at `seed` is `held`'s); pair_task: a key of held."""
-    tries = [*held.values(), *(result for key, result in seeds.items() if key != seed)]
-    best = pd.DataFrame([result.picks.loc["best head"] for result in tries])
+    named = {**held, **{f"{result.task}, seed {key}": result for key, result in seeds.items() if key != seed}}
+    best = pd.DataFrame([result.picks.loc["best head"] for result in named.values()])
     harmful = tuple(Harm(task, str(row["label"]), float(row["evaluation"]), float(row["low"]), float(row["high"]))
                     for task, result in held.items()
                     for _, row in result.picks.loc[["worst head", "worst layer"]].iterrows() if row["high"] < 0)
     random = {task: result.random_heads()["mean"] for task, result in held.items()}
     low, high = best["low"].astype(float), best["high"].astype(float)
+    paper_low, paper_high = (gain / 100 for gain in paper.DARK_SECRETS["head_disabling_gain"])
     return HeldOutDisabling(
         tries=len(best), heads_chosen=int(best["label"].nunique()),
+        evaluation_sizes=tuple(sorted({result.n_evaluation for result in named.values()})),
+        test_sizes=tuple(sorted({result.n_selection + result.n_evaluation for result in named.values()})),
         selection_min=float(best["selection"].min()), selection_max=float(best["selection"].max()),
         evaluation_min=float(best["evaluation"].min()), evaluation_max=float(best["evaluation"].max()),
-        including_zero=int(((low <= 0) & (high >= 0)).sum()), half_width=float(((high - low) / 2).median()),
+        gained_lost=tuple((name, str(row["label"]), int(row["gained"]), int(row["lost"]))
+                          for name, (_, row) in zip(named, best.iterrows())),
+        including_zero=int(((low <= 0) & (high >= 0)).sum()), paper_low=paper_low, paper_high=paper_high,
+        containing_paper=int(((low <= paper_low) & (high >= paper_high)).sum()),
+        half_width=float(((high - low) / 2).median()),
         harmful=harmful, seed_heads=len({result.picks.loc["best head", "label"] for result in seeds.values()}),
         pair_random=random[pair_task], other_random=tuple((task, v) for task, v in random.items() if task != pair_task),
         costliest=min(random, key=random.get))
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Where the mean change under a random single head comes from (`disabling.near_ties`, one per task): the
+    nearly tied inputs, against the rest."""
+
+    ties: tuple[NearTies, ...]  # per task, in order
+    wrong: tuple[tuple[str, int, int], ...]  # per task: (task, near ties classified wrong, near ties)
+    close_share_min: float  # the smallest share of a task's flips made by its close inputs
+    far_largest: float  # the largest |mean change| over single heads with the close inputs kept as they were
+
+    @property
+    def margin(self) -> float:
+        """The margin (logits) below which an input is nearly tied."""
+        return self.ties[0].margin
+
+    @property
+    def follows_ties(self) -> bool:
+        """Whether, on every task, a random head's mean change is positive exactly where most near ties are
+        wrong (a flip can only gain them) and negative where most are right."""
+        return all((t.mean_change > 0) == (t.close - t.close_right > t.close_right) and t.mean_change != 0
+                   for t in self.ties)
+
+
+def drift(ties: Mapping[str, NearTies]) -> Drift:
+    """ties: task -> `disabling.near_ties` of its evaluation half, all with one margin."""
+    if len({t.margin for t in ties.values()}) != 1:
+        raise ValueError("near ties of different margins: compute them with one margin")
+    return Drift(ties=tuple(ties.values()),
+                 wrong=tuple((t.task, t.close - t.close_right, t.close) for t in ties.values()),
+                 close_share_min=min(t.close_share for t in ties.values()),
+                 far_largest=max(abs(t.mean_change_far) for t in ties.values()))

@@ -231,7 +231,7 @@ def table1(heads: pd.DataFrame, baseline: pd.DataFrame, title: str | None = None
     """Table 1 as a dot plot, one row per relation of the paper (`syntax.head_accuracy`, `offset_baseline` of the
     same relations, spaCy's names): the best head (filled, with this run's 95 % interval) and the best fixed offset
     (hollow), the paper's in grey and this run's in colour; the line between them is the head's gain over the
-    offset."""
+    offset. Grey diamonds: Clark et al.'s released notebook, on the rows where it prints other numbers."""
     reported = paper.TABLE1.assign(relation=[paper.SD_TO_SPACY.get(r, r) for r in paper.TABLE1["relation"]])
     reported = reported.set_index("relation")  # in spaCy's names: nn -> compound
     ours, offsets = heads.set_index("relation"), baseline.set_index("relation")
@@ -248,6 +248,17 @@ def table1(heads: pd.DataFrame, baseline: pd.DataFrame, title: str | None = None
         ax.hlines(y + shift, base, head, color=colour, lw=1.5, alpha=0.6)
         ax.scatter(base, y + shift, s=36, facecolors="white", edgecolors=colour, zorder=3, label=f"{name}: best offset")
         ax.scatter(head, y + shift, s=40, color=colour, zorder=3, label=f"{name}: best head")
+    released = [i for i, r in enumerate(relations) if (reported.loc[r, ["accuracy", "baseline"]].to_numpy()
+                                                       != reported.loc[r, ["released_accuracy", "released_baseline"]]
+                                                       .to_numpy()).any()]
+    if released:
+        rows = reported.loc[[relations[i] for i in released]]
+        ax.hlines(y[released] - 0.17, rows["released_baseline"], rows["released_accuracy"], color=PALETTE["paper"],
+                  lw=1, ls=":", zorder=2)
+        ax.scatter(rows["released_baseline"], y[released] - 0.17, s=36, marker="D", facecolors="white",
+                   edgecolors=PALETTE["paper"], zorder=3, label="released notebook, where it differs: best offset")
+        ax.scatter(rows["released_accuracy"], y[released] - 0.17, s=40, marker="D", color=PALETTE["paper"], zorder=3,
+                   label="released notebook, where it differs: best head")
     low, high = 100 * ours.loc[relations, "low"], 100 * ours.loc[relations, "high"]
     ax.errorbar(100 * ours.loc[relations, "accuracy"], y + 0.17, xerr=[100 * ours.loc[relations, "accuracy"] - low,
                 high - 100 * ours.loc[relations, "accuracy"]], fmt="none", ecolor=PALETTE["run"], capsize=2)

@@ -191,9 +191,10 @@ def special_by_layer(changes: Mapping[str, pd.DataFrame]):
 
 
 def cls_by_type(changes: Mapping[str, pd.DataFrame], categories: Sequence[str] | None = None):
-    """Kovaleva et al. §4.5: what the [CLS] row of one layer attends to, by token type, before and after
-    fine-tuning (bars, with the 95 % interval of the after value), and each type's share of the tokens (black
-    ticks: what a uniform row would give); one panel per task (task -> `tokentypes.cls_change`)."""
+    """Kovaleva et al. §4.5: what the [CLS] row of one layer attends to, by token category, before and after
+    fine-tuning (bars; on the after bar the 95 % interval of the change), and each category's share of the tokens
+    (black ticks: what a uniform row would give); one panel per task (task -> `tokentypes.exclusive_cls_change`,
+    or `tokentypes.cls_change` for the overlapping types)."""
     fig, axes = plt.subplots(1, len(changes), figsize=(5 * len(changes), 3.8), sharey=True, squeeze=False)
     for ax, (name, frame) in zip(axes[0], changes.items()):
         part = frame if categories is None else frame.set_index("category").loc[list(categories)].reset_index()

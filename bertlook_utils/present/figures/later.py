@@ -157,26 +157,33 @@ def explanation_correlations(table: pd.DataFrame):
     return fig
 
 
-def head_importance(importances: Mapping[str, pd.DataFrame]):
-    """Michel et al.'s head importance (`importance.head_importance`), one heatmap per task."""
+def head_importance(importances: Mapping[str, pd.DataFrame], column: str = "normalised"):
+    """Michel et al.'s head importance (`importance.head_importance`), one heatmap per task: `column`
+    "normalised" (divided by each layer's ℓ2 norm, the pruning order's scores) or "importance" (raw)."""
+    title = {"normalised": "|∂L/∂ξ|, normalised per layer", "importance": "mean |∂L/∂ξ|"}[column]
     fig, axes = plt.subplots(1, len(importances), figsize=(7.2 * len(importances), 3.6), squeeze=False)
     for ax, (name, frame) in zip(axes[0], importances.items()):
-        values = frame.pivot(index="layer", columns="head", values="importance").to_numpy()
-        heatmap_by_head(values, ax, f"{name}: mean |∂L/∂ξ|", fmt=None, colorbar="importance")
+        values = frame.pivot(index="layer", columns="head", values=column).to_numpy()
+        heatmap_by_head(values, ax, f"{name}: {title}", fmt=None, colorbar="importance")
     return fig
 
 
 def pruning_curves(curves: Mapping[str, pd.DataFrame]):
-    """Accuracy against the share of heads removed (`importance.pruning_curves`), one panel per task: least
-    important first (line), random orders (their range shaded, their mean dashed)."""
+    """Accuracy against the share of heads removed (`importance.pruning_curves(...).frame`), one panel per task:
+    least important first, normalised per layer and raw (lines), random orders (5-95 % of them shaded, their
+    mean dashed)."""
     fig, axes = plt.subplots(1, len(curves), figsize=(4.4 * len(curves) + 1.5, 3.6), sharey=True, squeeze=False)
     for ax, (name, frame) in zip(axes[0], curves.items()):
         random = frame[frame["order"].str.startswith("random")].groupby("share")["accuracy"]
-        ax.fill_between(random.min().index, random.min(), random.max(), color=PALETTE["uniform"], alpha=0.3,
-                        label="random orders (range)")
+        n = frame.loc[frame["order"].str.startswith("random"), "order"].nunique()
+        ax.fill_between(random.mean().index, random.quantile(0.05), random.quantile(0.95), color=PALETTE["uniform"],
+                        alpha=0.3, label=f"{n} random orders (5-95 %)")
         ax.plot(random.mean().index, random.mean(), "--", color=PALETTE["uniform"], label="random orders (mean)")
-        chosen = frame[frame["order"] == "importance"]
-        ax.plot(chosen["share"], chosen["accuracy"], marker="o", color=PALETTE["run"], label="least important first")
+        for order, style in (("importance", "-"), ("raw importance", ":")):
+            chosen = frame[frame["order"] == order]
+            label = "least important first" + (" (normalised per layer)" if order == "importance" else " (raw)")
+            ax.plot(chosen["share"], chosen["accuracy"], style, marker="o", color=PALETTE["run"], label=label,
+                    alpha=1 if order == "importance" else 0.6)
         ax.set(title=name, xlabel="share of heads removed")
     axes[0, 0].set_ylabel("accuracy (evaluation half)")
     axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
@@ -185,15 +192,19 @@ def pruning_curves(curves: Mapping[str, pd.DataFrame]):
 
 def pattern_removal(tables: Mapping[str, pd.DataFrame]):
     """Accuracy with every head of one dominant Kovaleva pattern removed (bars) against random sets of as many
-    heads (mean, with the lowest and highest as a range), one panel per task (`importance.pattern_removal`)."""
+    heads matched by layer (mean, with their 5-95 % as a range), and, where measured, with only those heads'
+    [CLS] column removed (open circle), one panel per task (`importance.pattern_removal`)."""
     fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables) + 1.5, 3.8), sharey=True, squeeze=False)
     for ax, (name, frame) in zip(axes[0], tables.items()):
         x = np.arange(len(frame))
         ax.bar(x, frame["accuracy"], color=[PATTERN_COLOURS.get(k, PALETTE["other"]) for k in frame["kind"]],
                label="that pattern's heads removed")
-        ax.errorbar(x, frame["random"],
-                    yerr=[frame["random"] - frame["random low"], frame["random high"] - frame["random"]],
-                    fmt="D", color="black", capsize=3, label="as many random heads")
+        spread = [frame["random"] - frame["random low"], frame["random high"] - frame["random"]]
+        ax.errorbar(x, frame["random"], yerr=np.clip(spread, 0, None),  # a mean can sit outside 5-95 %
+                    fmt="D", color="black", capsize=3, label="as many random heads per layer (5-95 %)")
+        drained = frame["cls drained"].notna()
+        ax.plot(x[drained], frame.loc[drained, "cls drained"], "o", mfc="white", mec="black", ms=8,
+                label="only their [CLS] column removed")
         ax.axhline(frame["none"].iloc[0], ls="--", color=PALETTE["uniform"], label="nothing removed")
         ax.set_xticks(x, [f"{k} ({n})" for k, n in zip(frame["kind"], frame["heads"])], fontsize=8, rotation=35,
                       ha="right")
