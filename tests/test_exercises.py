@@ -241,7 +241,9 @@ def _body(solution: str) -> list[str]:
     return [line.strip() for line in marked.group(1).splitlines()]
 
 
-def test_the_student_copies_hold_the_solutions_with_nbgraders_stub_and_nothing_of_the_body(encoder):
+def test_the_student_copies_hold_the_solutions_with_nbgraders_stub_and_nothing_of_the_body(encoder, capsys,
+                                                                                         monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     stub = "    # YOUR CODE HERE\n    raise NotImplementedError()"
     for path in notebooks():
         teacher = nbformat.read(path, as_version=4)
@@ -257,9 +259,51 @@ def test_the_student_copies_hold_the_solutions_with_nbgraders_stub_and_nothing_o
             leaked = [line for line in _body(solution) if len(line) >= 20 and line in lines]
             assert not leaked, f"{path.name}: {name}'s solution leaks into the student copy: {leaked}"
         assert "BEGIN SOLUTION" not in student_copy.render(student)
-        for cell in checks:  # the handout runs: each check says its function is not written yet
-            assert "raises-exception" in cell.metadata["tags"]
+        for cell in checks:  # the handout runs: each check says its function is not written yet (a note)
+            assert "raises-exception" in cell.metadata["tags"]  # a wrong answer, or the autograder, raises
             namespace = {"encoder": encoder}
             exec(stubs[cell.metadata["exercise_check"]], namespace)
-            with pytest.raises(AssertionError, match="is not written yet"):
-                exec(cell.source, namespace)
+            exec(cell.source, namespace)
+            assert "is not written yet" in capsys.readouterr().out
+
+
+def _summed_surface_shares(attn, tokens):
+    """surface_shares with sums over the rows where means are due."""
+    cls = [j for j, t in enumerate(tokens) if t == "[CLS]"]
+    sep = [j for j, t in enumerate(tokens) if t == "[SEP]"]
+    return {"prev": np.diagonal(attn, -1).sum(), "next": np.diagonal(attn, 1).sum(),
+            "cls": attn[:, cls].sum(), "sep": attn[:, sep].sum()}
+
+
+def test_common_slips_are_named(encoder):
+    assert "x too large: a sum where a mean is due?" in _fails("surface_shares", _summed_surface_shares, encoder)
+    rollout = _solution("rollout")
+    last_only = _fails("rollout", lambda attn: rollout(attn)[-1], encoder)
+    assert "an axis too few" in last_only and "return [L, n, n] (here (" in last_only
+    per_head = _fails("rollout", lambda attn: np.stack([rollout(attn)] * attn.shape[1], 1), encoder)  # heads kept
+    assert "an axis too many" in per_head and "an axis too few" not in per_head
+    torch_style = _fails("mean_entropy", lambda attn: attn.mean(dim=1), encoder)
+    assert "numpy takes axis= (and keepdims=), not torch's dim=" in torch_style and "(line " in torch_style
+    assert "likely mistake" not in _fails("mean_entropy", lambda attn: -1.0, encoder)  # no slip claimed for a guess
+
+
+def test_a_wrong_answer_shows_its_message_without_a_traceback(encoder, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.user_ns.update(exercises=exercises, encoder=encoder, wrong=_summed_surface_shares)
+    shell.run_cell('exercises.check("surface_shares", wrong, encoder)')
+    shown = capsys.readouterr().out
+    assert shown.startswith("✗ surface_shares, on ") and "sum where a mean is due" in shown
+    assert "Traceback" not in shown and "checker.py" not in shown and "_verdict" not in shown
+
+
+def test_an_unwritten_function_gets_a_note_and_fails_only_under_the_autograder(encoder, capsys, monkeypatch):
+    def stub(attn):
+        raise NotImplementedError()
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert exercises.check("mean_entropy", stub, encoder) is False
+    assert capsys.readouterr().out.startswith("✎ mean_entropy is not written yet")
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(checker.NotWritten, match="is not written yet"):
+        exercises.check("mean_entropy", stub, encoder)

@@ -1,7 +1,7 @@
 """Exercises the learner implements, checked at once (ARENA style).
 
     exercises.names()                          # the exercises, in notebook order
-    exercises.check("mean_entropy", fn)        # True, or AssertionError with a hint
+    exercises.check("mean_entropy", fn)        # True, or CheckFailed (an AssertionError) with a hint
     exercises.get("mean_entropy").cases()      # every input check runs, the real one last
 
 `check(name, fn, encoder)` runs `fn` on small synthetic maps whose answers are known by construction, then on a
@@ -40,5 +40,6 @@ def get(name: str) -> Exercise:
 
 def check(name: str, fn: Callable, encoder=None) -> bool:
     """Run `fn` on every case of exercise `name` (synthetic, then a real map of `encoder`, the default model when
-    None); True when every answer is right, else AssertionError with the first wrong one and a hint."""
+    None); True when every answer is right, CheckFailed (an AssertionError, shown without a traceback) with the
+    first wrong one and a hint, or False with a note while the function is not written yet."""
     return checker.check(get(name), fn, encoder)

@@ -3,17 +3,24 @@
 An `Exercise` holds what the learner reads (the function's parameters, its task, hints) and what checks it: small
 synthetic `Case`s whose answers are known by construction, then one real case built from `RealInputs` (one pair of
 real Wikipedia sentences, their spaCy parse, one committed coreference story) whose answer comes from the kit's
-own code. At the first wrong answer `check` raises AssertionError saying which input, what was expected and what
-came back, and names every listed `Mistake` (a wrong implementation) that gives the same answer, or one of the
-generic slips (rows not renormalised, zeros, NaN), or says how the answer differs in kind (None: a forgotten
-`return`; a string for a number; another shape). A function that still raises NotImplementedError gets "not
-written yet"; one that runs past TIME_LIMIT seconds is stopped (in the main thread, as in a Jupyter kernel).
+own code. At the first wrong answer `check` raises `CheckFailed` (an AssertionError that IPython shows as its
+message alone, with no traceback through the checker) saying which input, what was expected and what came back,
+and names every listed `Mistake` (a wrong implementation) that gives the same answer, or one of the generic slips
+(rows not renormalised, a constant factor such as a sum where a mean is due, an axis too many or too few, zeros,
+NaN, torch's `dim=` on a numpy array), or says how the answer differs in kind (None: a forgotten `return`; a string
+for a number; another shape). A function that still raises NotImplementedError gets a "not written yet" note and
+`check` returns False; under nbgrader's autograder (NBGRADER_EXECUTION set) it raises instead, so an empty
+function scores nothing. One that runs past TIME_LIMIT seconds is stopped (in the main thread, as in a kernel).
 """
 from __future__ import annotations
 
 import copy
+import os
+import re
 import signal
+import sys
 import threading
+import traceback
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -231,7 +238,69 @@ def smoothed(attn: np.ndarray, amount: float) -> np.ndarray:
     return (1 - amount) * attn + amount / n
 
 
+def _factor(got, expected) -> int | None:
+    """k when `got` is `expected` times a whole k (2 .. 10 000, the same for every entry: a sum where a mean is
+    due), -k when it is `expected` divided by k (the reverse); None otherwise."""
+    got, expected = _plain(got), _plain(expected)
+    if isinstance(expected, dict):  # the values side by side, in the answer's key order
+        if not isinstance(got, dict) or set(got) != set(expected):
+            return None
+        got, expected = [got[k] for k in expected], [expected[k] for k in expected]
+    g, e = _numeric(got), _numeric(expected)
+    if g is None or e is None or g.shape != e.shape:
+        return None
+    nonzero = np.abs(e) > TOLERANCE
+    if not nonzero.any() or np.any(np.abs(g[~nonzero]) > TOLERANCE):
+        return None
+    ratio = g[nonzero] / e[nonzero]
+    if not np.allclose(ratio, ratio.flat[0], rtol=1e-4, atol=0) or ratio.flat[0] <= 0:
+        return None
+    for k, sign in ((ratio.flat[0], 1), (1 / ratio.flat[0], -1)):
+        if 2 <= round(k) <= 10_000 and abs(k - round(k)) < 1e-3 * k:
+            return sign * round(k)
+    return None
+
+
+def _axes(got, expected, promised: str | None) -> str | None:
+    """What an array answer with an axis too many or too few most likely did, in words; None when the axes agree,
+    either is a single number, or the two hold as many numbers (then only the shape differs)."""
+    g, e = _numeric(_plain(got)), _numeric(_plain(expected))
+    if g is None or e is None or g.ndim == e.ndim or min(g.ndim, e.ndim) == 0 or g.size == e.size:
+        return None
+    wanted = f"return {promised} (here {e.shape})" if promised else f"return shape {e.shape}"
+    if g.ndim < e.ndim:
+        return f"your answer has shape {g.shape}, an axis too few: did you average or sum over an axis the answer " \
+               f"keeps? {wanted}"
+    return f"your answer has shape {g.shape}, an axis too many: the answer reduces over one more axis; {wanted}"
+
+
+def _promised(exercise: "Exercise") -> str | None:
+    """The output shape the task promises ("[L, n, n]" in "attn [L, H, n, n] -> [L, n, n]: ..."), or None."""
+    found = re.search(r"->\s*(\[[^\]]*\])", exercise.task)
+    return found.group(1) if found else None
+
+
 # -- the verdict ---------------------------------------------------------------------------------------
+class CheckFailed(AssertionError):
+    """A wrong answer: IPython shows the message alone (`_render_traceback_`), not a traceback through the
+    checker; the message is for the learner, the checker's frames are not."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"✗ {line}" if k == 0 else line for k, line in enumerate(str(self).splitlines())]
+
+
+class NotWritten(CheckFailed):
+    """A function that still raises NotImplementedError, under nbgrader's autograder (elsewhere: a note)."""
+
+
+def _where_in(error: BaseException) -> str:
+    """The learner's line that raised `error` (the last frame outside this package and the installed libraries), as
+    " (line N: code)"; "" when there is none."""
+    skip = (os.path.dirname(os.path.dirname(os.path.dirname(__file__))), sys.prefix, sys.base_prefix)
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(skip)]
+    return f" (line {frames[-1].lineno}: {frames[-1].line})" if frames and frames[-1].line else ""
+
+
 class _TimeUp(BaseException):
     """Raised into the learner's function at TIME_LIMIT (a BaseException: `except Exception` does not catch it)."""
 
@@ -266,17 +335,24 @@ def _verdict(exercise: Exercise, fn: Callable, case: Case) -> None:
         with _time_limit(TIME_LIMIT):
             got = case.call(fn)
     except _TimeUp:
-        raise AssertionError(f"{where}: your function ran for more than {TIME_LIMIT:g} s: look for a loop that "
-                             "never ends") from None
+        raise CheckFailed(f"{where}: your function ran for more than {TIME_LIMIT:g} s: look for a loop that "
+                          "never ends") from None
     except NotImplementedError:
-        raise AssertionError(f"{exercise.name} is not written yet: replace `# YOUR CODE HERE` and `raise "
-                             "NotImplementedError()` with your code (the hints are above the cell)") from None
-    except Exception as error:  # the learner's code failed: say where, keep the traceback
-        raise AssertionError(f"{where}: your function raised {type(error).__name__}: {error}") from error
+        raise NotWritten(f"{exercise.name} is not written yet: replace `# YOUR CODE HERE` and `raise "
+                         "NotImplementedError()` with your code (the hints are above the cell)") from None
+    except Exception as error:  # the learner's code failed: say where, in their code
+        dim = ("\n  likely mistake: numpy takes axis= (and keepdims=), not torch's dim= (keepdim=)"
+               if isinstance(error, TypeError) and re.search(r"keyword argument '(dim|keepdim)'", str(error)) else "")
+        raise CheckFailed(f"{where}: your function raised {type(error).__name__}: {error}{_where_in(error)}{dim}"
+                          ) from error
     if same(got, case.expected):
         return
-    kind = _mismatch(got, case.expected)
+    kind = _axes(got, case.expected, _promised(exercise)) or _mismatch(got, case.expected)
     named = ([kind] if kind else []) + [m.hint for m in exercise.mistakes if _gives(m, case, got)]
+    factor = _factor(got, case.expected)
+    if factor and not named:
+        named.append(f"{factor}x too large: a sum where a mean is due?" if factor > 0
+                     else f"{-factor}x too small: a mean where a sum is due?")
     sums, right = _row_sums(got), _row_sums(case.expected)
     if not named and right is not None and np.allclose(right, 1) and sums is not None and sums.shape == right.shape \
             and not np.allclose(sums, 1, atol=1e-4):
@@ -288,7 +364,7 @@ def _verdict(exercise: Exercise, fn: Callable, case: Case) -> None:
         named.append("the answer holds NaN: a log of 0, or a division by 0?")
     hint = ("\n  likely mistake: " + "\n  likely mistake: ".join(named) if named
             else "\n  hint: " + " ".join(exercise.hints))
-    raise AssertionError(f"{where}:\n  expected {_show(case.expected)}\n  got      {_show(got)}{hint}")
+    raise CheckFailed(f"{where}:\n  expected {_show(case.expected)}\n  got      {_show(got)}{hint}")
 
 
 def _gives(mistake: Mistake, case: Case, got) -> bool:
@@ -301,12 +377,19 @@ def _gives(mistake: Mistake, case: Case, got) -> bool:
 
 def check(exercise: Exercise, fn: Callable, encoder=None) -> bool:
     """Run `fn` on every case of `exercise` (synthetic, then a real map of `encoder`, the default model when None);
-    True when every answer is right, else AssertionError with the first wrong one and a hint."""
+    True when every answer is right, CheckFailed with the first wrong one and a hint, False with a note when the
+    function is not written yet (CheckFailed under nbgrader's autograder)."""
     if not callable(fn):
         raise TypeError(f"check({exercise.name!r}, fn): fn must be your function, got {type(fn).__name__}")
     synthetic = exercise.synthetic()
-    for case in synthetic:  # before the real inputs: a wrong function fails without loading the model
-        _verdict(exercise, fn, case)
+    try:
+        for case in synthetic:  # before the real inputs: a wrong function fails without loading the model
+            _verdict(exercise, fn, case)
+    except NotWritten as note:
+        if os.environ.get("NBGRADER_EXECUTION"):
+            raise
+        print(f"✎ {note}")
+        return False
     real = exercise.real(real_inputs(encoder))
     _verdict(exercise, fn, real)
     print(f"✓ {exercise.name}: right on {len(synthetic)} inputs with known answers and on {real.label}")

@@ -66,6 +66,6 @@ EXERCISES = (
                       "the main one", lambda a, t: _surface(a, t, swap=True)),
               Mistake("divide prev / next by n, the number of rows (Clark et al.'s convention), not by n - 1 pairs",
                       lambda a, t: _surface(a, t, divide_by_pairs=True)),
-              Mistake("sep must count every [SEP] of a pair, not only the last one",
+              Mistake("sep must count every [SEP] of a pair",
                       lambda a, t: _surface(a, t, last_sep_only=True)))),
 )
