@@ -61,7 +61,8 @@ def header_source(path: Path, paths: list[Path], titles: dict[Path, str]) -> str
     nxt = paths[i + 1] if i + 1 < len(paths) else None
     return "\n".join([
         HEADER,
-        f"**BERTLook** · notebook {i + 1} of {len(paths)} · {about['paper']} · {about['reproduces']}",
+        f"**BERTLook** · notebook {path.stem[:2]} of {paths[0].stem[:2]}–{paths[-1].stem[:2]} · {about['paper']} · "
+        f"{about['reproduces']}",
         "",
         nav_line(prev, nxt, titles),
     ])
