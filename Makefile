@@ -109,7 +109,11 @@ book: setup
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench
 
+## lab: JupyterLab on the repository, without its "get notified about news" pop-up (a settings override in .venv)
 lab: setup
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \
+		> $(VENV)/share/jupyter/lab/settings/overrides.json
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR)
 
 clean:
