@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import warnings
 
 import ipywidgets
 import matplotlib.pyplot as plt
@@ -220,3 +221,13 @@ def test_explorer_draws_tokens_with_dollars_as_they_are(tmp_path):
     assert shown_png(explorer)
     svg = viz.save(explorer._draw(), tmp_path / "explorer.svg").read_text()
     assert all(f">{token}</text>" in svg for token in tokens[1:3])
+
+
+def test_the_encoders_warning_is_shown_beside_the_box_not_in_the_log(encoder):
+    explorer = widgets.head_explorer([encoder.encode("The cat sat.")], encoder=encoder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning that escaped the box would fail here
+        explorer.own_text.box.value = "😀 😀"
+    message = explorer.own_text.message.value
+    assert message.startswith("4 tokens; warning: every word of text a is the unknown token '[UNK]'")
+    assert len(explorer.examples) == 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import re
+import warnings
 from typing import Callable, Sequence
 
 import ipywidgets as widgets
@@ -118,7 +119,8 @@ def _example_menu(examples: list[Encoded]) -> widgets.Dropdown:
 class _OwnText:
     """A text box over an example menu: Enter encodes the text (`A | B`: a pair) with `encoder`, adds it to
     the examples and selects it; bad input, and text the encoder refuses, is reported beside the box (a Label:
-    plain text) and the last figure stays (an error raised in an ipywidgets callback would show nowhere)."""
+    plain text) and the last figure stays (an error raised in an ipywidgets callback would show nowhere). The
+    encoder's warnings (text that is all unknown tokens) are shown there too, not in the log console."""
 
     def __init__(self, explorer: Explorer, encoder, max_words: int = 60):
         self.explorer, self.encoder, self.max_words = explorer, encoder, max_words
@@ -139,7 +141,9 @@ class _OwnText:
             self.message.value = f"{words} words: at most {self.max_words}, please"
             return None
         try:
-            enc = self.encoder.encode(*parts)
+            with warnings.catch_warnings(record=True) as caught:  # shown beside the box, not in the log console
+                warnings.simplefilter("always")
+                enc = self.encoder.encode(*parts)
         except (ValueError, TypeError) as error:
             self.message.value = str(error)
             return None
@@ -150,7 +154,7 @@ class _OwnText:
         menu = self.explorer.example
         menu.options = [*menu.options, (f"{len(self.explorer.examples)}: {preview(enc)}", len(menu.options))]
         menu.value = len(menu.options) - 1  # redraws
-        self.message.value = f"{enc.n_tokens} tokens"
+        self.message.value = "; ".join([f"{enc.n_tokens} tokens", *(f"warning: {w.message}" for w in caught)])
         return enc
 
 
