@@ -20,7 +20,8 @@ export BERTLOOK_MODEL := $(MODEL)
 FAST ?=
 export BERTLOOK_FAST := $(FAST)
 
-.PHONY: setup assets browser run test unit slow nbval notebooks slides book report extract bench lab prefill clean
+.PHONY: setup assets browser run test unit slow nbval notebooks slides book report extract bench lab prefill clean \
+	cache-pack cache-unpack
 
 setup: $(STAMP) $(ASSETS)
 
@@ -104,6 +105,15 @@ slides: setup
 ## nothing executed) into build/book/; offline, like the pages and decks
 book: setup
 	$(PY) -m tools.book
+
+## cache-pack: the filled cache (entries and fine-tuned models) as one file, $(PACK), to hand out before a class;
+## cache-unpack: a student's checkout fills its cache from it (refused when the pack was made by other code)
+PACK ?= build/bertlook-cache.tar.gz
+cache-pack: setup
+	$(PY) -m bertlook_utils.cli cache pack $(PACK)
+
+cache-unpack: setup
+	$(PY) -m bertlook_utils.cli cache unpack $(PACK)
 
 ## bench: extraction + surface statistics vs a naive loop and the bare forward pass (benchmarks/README.md)
 bench: $(STAMP)

@@ -13,6 +13,8 @@ memory; with several analyses each counts its own inputs.
 
     python -m bertlook_utils.cli cache info                                       # entries and their size
     python -m bertlook_utils.cli cache prune --older-than 30 --dry-run            # what pruning would remove
+    python -m bertlook_utils.cli cache pack build/bertlook-cache.tar.gz           # one file to hand out
+    python -m bertlook_utils.cli cache unpack bertlook-cache.tar.gz               # a student fills the cache
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from .core import cache
+from .core import cache, cache_pack as packs
 from .core.cache import DEFAULT_CACHE_DIR
 from .engine.extract import BLOCK_SIZE, process_group
 from .core.models import model_name
@@ -118,6 +120,20 @@ def cache_prune(args: argparse.Namespace) -> None:
     print(f"{verb} {len(found)} files from {args.cache_dir}: {freed / 2**20:.1f} MiB ({freed:,} bytes)")
 
 
+def cache_pack(args: argparse.Namespace) -> None:
+    manifest = packs.pack(args.cache_dir, args.archive)
+    print(f"packed {manifest['files']} files ({manifest['bytes'] / 2**20:.1f} MiB before compression) from "
+          f"{args.cache_dir} into {args.archive} ({args.archive.stat().st_size / 2**20:.1f} MiB)")
+
+
+def cache_unpack(args: argparse.Namespace) -> None:
+    try:
+        written, kept = packs.unpack(args.archive, args.cache_dir)
+    except (ValueError, OSError) as error:
+        raise SystemExit(str(error)) from error
+    print(f"unpacked {written} files into {args.cache_dir} ({kept} were there already)")
+
+
 def days(text: str) -> float:
     """A number of days, 0 or more (argparse type)."""
     value = float(text)
@@ -150,7 +166,14 @@ def main(argv: list[str] | None = None) -> None:
                        help="remove the entries not used for DAYS days (default 30)")
     prune.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
     prune.set_defaults(handler=cache_prune)
-    for command in (run, info, prune):
+    packer = actions.add_parser("pack", help="write the cache's entries and fine-tuned models into one file to "
+                                             "hand out")
+    packer.add_argument("archive", type=Path, help="the file to write (.tar.gz)")
+    packer.set_defaults(handler=cache_pack)
+    unpacker = actions.add_parser("unpack", help="fill the cache from a pack made by this same code")
+    unpacker.add_argument("archive", type=Path, help="a file written by `cache pack`")
+    unpacker.set_defaults(handler=cache_unpack)
+    for command in (run, info, prune, packer, unpacker):
         command.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     args = parser.parse_args(argv)
     args.handler(args)
