@@ -3,14 +3,14 @@
     python -m tools.book                  # the source tree goes to build/book_src/
     python -m tools.book --out /tmp/book  # ... and then to /tmp/book_src/
 
-Sphinx with myst-nb and sphinx-book-theme renders README.md (the landing page), notebooks/README.md (the
-syllabus), every numbered notebook and the talk from their stored outputs: nothing is executed. The source
-tree (build/book_src/) mirrors the repository, so the notebooks' links to one another and to README.md
-become links between pages; a link to a file that is not a page keeps only its text. MathJax, require.js
-and the Jupyter widgets renderer are copied from node_modules/ (`make assets`) into _static/, as
-tools/export.py does for its pages. Then every page (with the BertViz views' iframes), script and
-stylesheet the build wrote is scanned with export.py's scanner for anything a browser would fetch from
-the network; any reference fails the build.
+Sphinx with myst-nb and sphinx-book-theme renders README.md (the landing page), notebooks/README.md (the syllabus),
+notebooks/BEFORE_CLASS.md (for students' laptops), every numbered notebook and the talk from their stored outputs:
+nothing is executed. The source tree (build/book_src/) mirrors the repository, so the notebooks' links to one
+another and to README.md become links between pages; a link to a file that is not a page keeps only its text.
+MathJax, require.js and the Jupyter widgets renderer are copied from node_modules/ (`make assets`) into _static/,
+as tools/export.py does for its pages. Then every page (with the BertViz views' iframes), script and stylesheet the
+build wrote is scanned with export.py's scanner for anything a browser would fetch from the network; any reference
+fails the build.
 """
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ from tools import export  # the assets and the offline check
 
 ROOT = export.ROOT
 OUT = ROOT / "build" / "book"
-PAGES = {"README.md": "index.md", "notebooks/README.md": "notebooks/README.md"}  # repository -> book
+PAGES = {"README.md": "index.md", "notebooks/README.md": "notebooks/README.md",
+         "notebooks/BEFORE_CLASS.md": "notebooks/BEFORE_CLASS.md"}  # repository -> book
 ASSETS = [(src, dst) for src, dst in export.ASSETS if src.startswith(("mathjax", "requirejs", "@jupyter-widgets"))]
 # an explorer's controls wrap in the narrow column instead of squeezing its sliders to nothing
 CSS = ".widget-hbox { flex-wrap: wrap; }\n"
@@ -59,7 +60,7 @@ CONFIG = {
 
 
 def sources(root: Path = ROOT) -> dict[str, Path]:
-    """Book path -> repository file: the two READMEs, the talk and the notebooks."""
+    """Book path -> repository file: the READMEs, the students' page, the talk and the notebooks."""
     notebooks = {str(path.relative_to(root)): path for path in export.decks(root)}
     return {**{book: root / repo for repo, book in PAGES.items()}, **notebooks}
 
@@ -101,7 +102,7 @@ def write_sources(src: Path, root: Path = ROOT) -> None:
         else:
             text = relink(repo.read_text(encoding="utf-8"), str(repo.relative_to(root)), set(books))
         if book == "index.md":
-            text += (toctree("Course", ["notebooks/README"])
+            text += (toctree("Course", ["notebooks/README", "notebooks/BEFORE_CLASS"])
                      + toctree("Notebooks", [stem for stem in stems if stem.startswith("notebooks/")])
                      + toctree("Talk", [stem for stem in stems if stem.startswith("slides/")]))
         if not target.exists() or target.read_text(encoding="utf-8") != text:
