@@ -144,6 +144,9 @@ def test_heterogeneous_share_reads_the_learned_model_labels_and_layers():
     assert got.labels_n == (10,)
     # the paper's lowest share, 0.32, is inside both groups' Wilson intervals (2 of 10 reach 0.51, 4 of 10 0.69)
     assert got.labels_reach_paper == (("topic", "fine-tuned"), ("topic", "pre-trained"))
+    assert got.labels_reach == (f"The labels cannot exclude {100 * got.paper_low:.0f} %: their intervals reach it for "
+                                "the fine-tuned topic model, the pre-trained topic model")
+    assert got.labels_counts == "10"
     assert got.layer_one_min == pytest.approx(0.4) and got.layer_one_max == pytest.approx(0.7)
     assert got.top_layers == (1,)
     assert got.band_gap == pytest.approx(0.02)  # learned: 0.16 - 0.14; rules: 0.15 - 0.12
@@ -159,6 +162,7 @@ def test_heterogeneous_share_names_no_group_when_no_labels_interval_reaches_the_
     labels = pd.DataFrame(rows, columns=["model", "label"]).assign(task="topic", sample="random")
     got = nb08.heterogeneous_share({"rules": RULES}, labels, {TOPIC_PRE: layer_shares(0.4, 0.1)}, ("rules",))
     assert got.labels_reach_paper == () and got.labels_n == (100, 200)
+    assert got.labels_reach == "No interval of the labels reaches it" and got.labels_counts == "100 or 200"
     assert got.labels_tuned_high == pytest.approx(wilson_interval(20, 100)[1]) and got.labels_tuned_high < got.paper_low
 
 
@@ -200,8 +204,14 @@ def test_share_change_counts_broad_as_heterogeneous_and_pairs_before_and_after()
     assert (got.mean_change, got.mean_low, got.mean_high) == pytest.approx((0.125, 0.125, 0.125))
     assert got.n_raised == 1 and got.n_lowered == 0  # an interval [0, 0] lies neither above nor below 0
     assert (got.smallest, got.largest) == pytest.approx((0.0, 0.25)) and got.sizes_differ
+    assert got.seed_list == "0, 1" and got.tuned_percent == "62, 38"  # 62.5 rounds to even
+    assert got.changes == "+25.0 [+25.0, +25.0], +0.0 [+0.0, +0.0]"
+    assert got.verdict == ("The rise does not hold across seeds: 1 of 2 intervals lie above zero, 0 below; its size "
+                           "depends on the run (some seeds' intervals do not overlap)")
     same = nb08.share_change(kinds_of(before), {0: kinds_of(before), 4: kinds_of(before)}, n_boot=200)
     assert not same.sizes_differ and same.n_seeds == 2
+    raised = nb08.share_change(kinds_of(before), {0: kinds_of([c + 1 for c in before])}, n_boot=200)
+    assert raised.verdict == "The rise holds across these seeds: every interval lies above zero"
 
 
 def test_share_change_interval_is_the_bootstrap_of_a_mean_over_inputs():

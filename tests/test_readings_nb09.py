@@ -185,10 +185,14 @@ def test_held_out_disabling_reads_the_best_heads_the_harm_and_the_random_heads()
     assert reading.test_sizes == (190, 192) and reading.test_inputs == "190 or 192"
     assert reading.gained_lost == (("topic", "1-1", 3, 1), ("next_paragraph", "2-3", 3, 1), ("sentiment", "1-1", 3, 1),
                                    ("sentiment, seed 1", "3-2", 3, 1), ("sentiment, seed 2", "1-1", 3, 1))
+    assert reading.gained_lost_text == ("1-1 3/1 (topic), 2-3 3/1 (next_paragraph), 1-1 3/1 (sentiment), "
+                                        "3-2 3/1 (sentiment, seed 1), 1-1 3/1 (sentiment, seed 2)")
     assert reading.half_width == pytest.approx(0.05)  # of 0.04, 0.05, 0.06, 0.0375, 0.05
     assert [(h.task, h.label) for h in reading.harmful] == [("next_paragraph", "4-4"), ("next_paragraph", "layer 4"),
                                                             ("sentiment", "layer 2")]
     assert reading.harmful[0] == nb09.Harm("next_paragraph", "4-4", -0.146, -0.241, -0.045)
+    assert reading.harm_text.startswith("disabling 4-4 on next_paragraph (-14.6, interval -24.1 to -4.5), "
+                                        "disabling layer 4 on next_paragraph (")
     assert reading.seed_heads == 2  # seeds 0 and 2 both choose 1-1
     assert reading.pair_random == pytest.approx(-0.015)
     assert reading.other_random == (("topic", pytest.approx(0.01)), ("sentiment", pytest.approx(-0.005)))
@@ -199,7 +203,7 @@ def test_held_out_disabling_with_no_harm_another_costliest_task_and_a_seed_outsi
     calm = {task: held(task, ("1-1", 0.02, 0.0, -0.04, 0.04), HARMLESS, HARMLESS, heads)
             for task, heads in (("topic", [-0.03]), ("next_paragraph", [0.0]), ("sentiment", [0.01]))}
     reading = nb09.held_out_disabling(calm, SEEDS, seed=5)
-    assert reading.harmful == ()
+    assert reading.harmful == () and reading.harm_text == "nothing"
     assert reading.tries == 6  # every seed counts when `seed` is none of them
     assert reading.costliest == "topic" and reading.pair_random == 0.0
 
@@ -215,6 +219,11 @@ def test_drift_reads_the_near_ties_share_of_the_flips_and_whether_the_sign_follo
     assert [t.task for t in reading.ties] == ["topic", "next_paragraph"] and reading.margin == 0.1
     assert reading.close_share_min == pytest.approx(326 / 453) and reading.far_largest == pytest.approx(0.001)
     assert reading.follows_ties and reading.wrong == (("topic", 5, 6), ("next_paragraph", 4, 13))
+    assert reading.mean_changes == "+0.9 (topic), -1.8 (next_paragraph)"
+    assert reading.close_counts == "6 on topic, 13 on next_paragraph"
+    assert reading.close_flips == "62 of 71, 326 of 453"
+    assert reading.wrong_counts == "5 of 6 wrong on topic, 4 of 13 wrong on next_paragraph"
+    assert reading.far_changes == "+0.10, -0.07"
     against = nb09.drift({"topic": ties("topic", 6, 5, 71, 62, 0.009, 0.001)})  # mostly right, yet heads "help"
     assert not against.follows_ties
     with pytest.raises(ValueError, match="one margin"):

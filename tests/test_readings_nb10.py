@@ -329,6 +329,23 @@ def test_pruning_reads_half_the_heads_the_areas_and_the_vertical_heads_per_task(
     assert reading.drain_loss_min == pytest.approx(-0.03)  # topic gains: 0.7 -> 0.73
     assert reading.drain_loss_max == pytest.approx(0.1)  # sentiment: 0.7 -> 0.6
     assert (reading.two_class_min, reading.two_class_max) == (0.48, 0.50)  # topic's 12 labels left out
+    assert reading.half_importance == "0.75 on topic, 0.65 on pair, 0.70 on sentiment"
+    assert (reading.half_start, reading.half_raw) == ("0.74, 0.72, 0.74", "0.70, 0.65, 0.70")
+    assert reading.half_random == "0.43 (0.40–0.46), 0.55 (0.55–0.55), 0.61 (0.60–0.62)"
+    assert reading.area_leads == "+0.200 [+0.150, +0.250] on topic, +0.030 [-0.010, +0.080] on pair, " \
+                                 "+0.050 [+0.020, +0.100] on sentiment"
+    assert reading.raw_area_leads == "+0.100 [+0.050, +0.150], +0.050 [+0.010, +0.100], +0.020 [-0.020, +0.070]"
+    assert reading.area_inputs == "96, 96, 96"
+    assert reading.areas_against_raw == ("0.70 against 0.60 raw on topic, 0.53 against 0.55 raw on pair, "
+                                         "0.55 against 0.52 raw on sentiment")
+    assert reading.below_random_sentence == ("Single points can still fall below the random mean: pair with 30% "
+                                             "removed scores 0.64 by importance against 0.66.")
+    assert reading.vertical_heads == "35 on topic, 5 on pair, 45 on sentiment"
+    assert reading.vertical_drops == "topic from 0.70 to 0.20, pair from 0.70 to 0.50, sentiment from 0.70 to 0.48"
+    assert reading.vertical_random.startswith("0.60 (0.62–0.71, p = 0.02 over 50 sets) on topic, ")
+    assert reading.full_layers_sentence.startswith("On sentiment (1 whole layer) the vertical heads fill every head")
+    assert reading.cls_drained_text == ("0.73 on topic (nothing removed: 0.70), 0.70 on pair (nothing removed: 0.70), "
+                                        "0.60 on sentiment (nothing removed: 0.70)")
 
 
 def test_pruning_with_no_loss_and_no_two_class_task():
@@ -339,3 +356,12 @@ def test_pruning_with_no_loss_and_no_two_class_task():
     assert reading.least_lead == pytest.approx(-0.03)  # a random order does better
     assert [round(b.share, 6) for b in reading.below_random] == [0.5]  # the other shares tie at 0: not below
     assert math.isnan(reading.two_class_min) and math.isnan(reading.two_class_max)
+    assert reading.full_layers_sentence == ""
+    two = nb10.pruning({**curves, "sentiment": curves["topic"]},
+                       {"topic": areas(0.1, 0.05, 0.0, -0.03), "sentiment": areas(0.1, 0.05, 0.0, -0.03)},
+                       {"topic": removal(0.65, 0.6, 0.7, full=2), "sentiment": removal(0.65, 0.6, 0.7, full=1)}, TASKS)
+    assert two.full_layers_sentence.startswith("On topic (2 whole layers) and sentiment (1 whole layer) the")
+    ahead = nb10.pruning({"topic": curve(0.70, {0.5: 0.8}, [{0.5: 0.6}])}, {"topic": areas(0.1, 0.05, 0.0, -0.03)},
+                         {"topic": removal(0.65, 0.6, 0.7)}, TASKS)
+    assert ahead.below_random == () and ahead.below_random_sentence == (
+        "No share between none and all scores below the random mean.")

@@ -147,6 +147,19 @@ class HeterogeneousShare:
     paper_low_task: str  # the paper's task with the lowest share (MRPC)
     paper_high_task: str  # with the highest (QQP)
 
+    @property
+    def labels_reach(self) -> str:
+        """Whether the labels' intervals reach the paper's lowest share, as the prose's sentence says it."""
+        if not self.labels_reach_paper:
+            return "No interval of the labels reaches it"
+        models = ", ".join(f"the {model} {task} model" for task, model in self.labels_reach_paper)
+        return f"The labels cannot exclude {100 * self.paper_low:.0f} %: their intervals reach it for {models}"
+
+    @property
+    def labels_counts(self) -> str:
+        """The hand-labelled maps per model in words: "60", or "30 or 60"."""
+        return " or ".join(map(str, self.labels_n))
+
 
 def heterogeneous_share(overall: Mapping[str, pd.DataFrame], by_model: pd.DataFrame,
                         per_layer: Mapping[object, pd.DataFrame], classifiers: Sequence[str],
@@ -209,6 +222,31 @@ class ShareChange:
     mean_high: float
     n_raised: int  # seeds whose interval lies above 0
     n_lowered: int  # seeds whose interval lies below 0
+
+    @property
+    def seed_list(self) -> str:
+        """The seeds in words: "0, 1, 2"."""
+        return ", ".join(map(str, self.seeds))
+
+    @property
+    def tuned_percent(self) -> str:
+        """Each seed's fine-tuned share in percent: "38, 41"."""
+        return ", ".join(f"{100 * t:.0f}" for t in self.tuned)
+
+    @property
+    def changes(self) -> str:
+        """Each seed's change in points with its interval: "+2.1 [+0.4, +3.9], +5.0 [+3.2, +6.8]"."""
+        return ", ".join(f"{100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+                         for d, lo, hi in zip(self.change, self.low, self.high))
+
+    @property
+    def verdict(self) -> str:
+        """Whether the rise holds across the seeds, and whether its size depends on the run, in one clause."""
+        held = ("The rise holds across these seeds: every interval lies above zero" if self.n_raised == self.n_seeds
+                else f"The rise does not hold across seeds: {self.n_raised} of {self.n_seeds} intervals lie above "
+                     f"zero, {self.n_lowered} below")
+        return held + ("; its size depends on the run (some seeds' intervals do not overlap)"
+                       if self.sizes_differ else "")
 
 
 def share_change(pretrained: np.ndarray, tuned: Mapping[int, np.ndarray], kinds: Sequence[str] = tuple(UNPATTERNED),

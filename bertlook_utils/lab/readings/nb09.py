@@ -259,6 +259,17 @@ class HeldOutDisabling:
         """The test sets' sizes in words: "192", or "190 or 192"."""
         return " or ".join(map(str, self.test_sizes))
 
+    @property
+    def gained_lost_text(self) -> str:
+        """Per try, the best head and the evaluation inputs it turns right / wrong: "4-4 3/5 (topic), ..."."""
+        return ", ".join(f"{head} {gained}/{lost} ({name})" for name, head, gained, lost in self.gained_lost)
+
+    @property
+    def harm_text(self) -> str:
+        """The harmful heads and layers with their changes and intervals in points, or "nothing"."""
+        return ", ".join(f"disabling {h.label} on {h.task} ({100 * h.evaluation:+.1f}, interval {100 * h.low:+.1f} "
+                         f"to {100 * h.high:+.1f})" for h in self.harmful) or "nothing"
+
 
 def held_out_disabling(held: Mapping[str, HeldOut], seeds: Mapping[int, HeldOut], seed: int,
                        pair_task: str = PAIR_TASK) -> HeldOutDisabling:
@@ -309,6 +320,31 @@ class Drift:
         wrong (a flip can only gain them) and negative where most are right."""
         return all((t.mean_change > 0) == (t.close - t.close_right > t.close_right) and t.mean_change != 0
                    for t in self.ties)
+
+    @property
+    def mean_changes(self) -> str:
+        """A random head's mean change per task, in points: "+1.2 (topic), -0.8 (sentiment)"."""
+        return ", ".join(f"{100 * t.mean_change:+.1f} ({t.task})" for t in self.ties)
+
+    @property
+    def close_counts(self) -> str:
+        """The near ties per task: "6 on topic, 13 on sentiment"."""
+        return ", ".join(f"{t.close} on {t.task}" for t in self.ties)
+
+    @property
+    def close_flips(self) -> str:
+        """The flips the near ties make, of all flips, per task: "62 of 71, 326 of 453"."""
+        return ", ".join(f"{t.close_flips} of {t.flips}" for t in self.ties)
+
+    @property
+    def wrong_counts(self) -> str:
+        """The near ties classified wrong per task: "5 of 6 wrong on topic, ..."."""
+        return ", ".join(f"{wrong} of {close} wrong on {task}" for task, wrong, close in self.wrong)
+
+    @property
+    def far_changes(self) -> str:
+        """A random head's mean change per task with the near ties kept as they were, in points: "+0.10, -0.07"."""
+        return ", ".join(f"{100 * t.mean_change_far:+.2f}" for t in self.ties)
 
 
 def drift(ties: Mapping[str, NearTies]) -> Drift:

@@ -420,6 +420,91 @@ class PruningReading:
     two_class_min: float  # lowest accuracy without the vertical heads among two-class tasks (NaN if none)
     two_class_max: float  # highest (NaN if none)
 
+    # -- the lists the prose writes, per task in order -------------------------------------------------
+    @property
+    def half_importance(self) -> str:
+        """Accuracy at half the heads, least important first: "0.85 on topic, 0.80 on sentiment"."""
+        return ", ".join(f"{h.importance:.2f} on {h.task}" for h in self.half)
+
+    @property
+    def half_start(self) -> str:
+        """Accuracy with nothing removed: "0.88, 0.84"."""
+        return ", ".join(f"{h.start:.2f}" for h in self.half)
+
+    @property
+    def half_raw(self) -> str:
+        """Accuracy at half the heads by raw importance: "0.83, 0.79"."""
+        return ", ".join(f"{h.raw:.2f}" for h in self.half)
+
+    @property
+    def half_random(self) -> str:
+        """The random orders at half the heads, mean (5-95 %): "0.61 (0.45–0.80), ..."."""
+        return ", ".join(f"{h.random_mean:.2f} ({h.random_low:.2f}–{h.random_high:.2f})" for h in self.half)
+
+    @property
+    def area_leads(self) -> str:
+        """The normalised order's area minus the random orders', with its interval: "+0.120 [+0.090, +0.150] on
+        topic, ..."."""
+        return ", ".join(f"{a.difference:+.3f} [{a.low:+.3f}, {a.high:+.3f}] on {a.task}" for a in self.areas)
+
+    @property
+    def raw_area_leads(self) -> str:
+        """The same for the raw order, without the tasks: "+0.110 [+0.080, +0.140], ..."."""
+        return ", ".join(f"{a.raw_difference:+.3f} [{a.raw_low:+.3f}, {a.raw_high:+.3f}]" for a in self.areas)
+
+    @property
+    def area_inputs(self) -> str:
+        """The evaluation inputs per task: "96, 96"."""
+        return ", ".join(str(a.inputs) for a in self.areas)
+
+    @property
+    def areas_against_raw(self) -> str:
+        """The normalised order's area against the raw one's: "0.80 against 0.79 raw on topic, ..."."""
+        return ", ".join(f"{a.area:.2f} against {a.raw_area:.2f} raw on {a.task}" for a in self.areas)
+
+    @property
+    def below_random_sentence(self) -> str:
+        """Every share at which the importance order scores below the random mean, as a sentence."""
+        if not self.below_random:
+            return "No share between none and all scores below the random mean."
+        points = "; ".join(f"{b.task} with {b.share:.0%} removed scores {b.importance:.2f} by importance against "
+                           f"{b.random_mean:.2f}" for b in self.below_random)
+        return f"Single points can still fall below the random mean: {points}."
+
+    @property
+    def vertical_heads(self) -> str:
+        """The vertical heads per task: "12 on topic, 9 on sentiment"."""
+        return ", ".join(f"{v.heads} on {v.task}" for v in self.vertical)
+
+    @property
+    def vertical_drops(self) -> str:
+        """Accuracy before and without the vertical heads: "topic from 0.88 to 0.40, ..."."""
+        return ", ".join(f"{v.task} from {v.start:.2f} to {v.accuracy:.2f}" for v in self.vertical)
+
+    @property
+    def vertical_random(self) -> str:
+        """The layer-matched random sets: "0.42 (0.30–0.55, p = 0.40 over 50 sets) on topic, ..."."""
+        return ", ".join(f"{v.random_mean:.2f} ({v.random_low:.2f}–{v.random_high:.2f}, p = {v.p:.2f} over {v.sets} "
+                         f"sets) on {v.task}" for v in self.vertical)
+
+    @property
+    def full_layers_sentence(self) -> str:
+        """Where the vertical heads fill whole layers (so the matched sets cannot separate them), as a sentence;
+        "" where they fill none."""
+        filled = [v for v in self.vertical if v.full_layers]
+        if not filled:
+            return ""
+        where = " and ".join(f"{v.task} ({v.full_layers} whole layer{'s' if v.full_layers > 1 else ''})"
+                             for v in filled)
+        return (f"On {where} the vertical heads fill every head of a layer, so every matched set removes that layer "
+                "too and lands where they do: there the comparison cannot separate them.")
+
+    @property
+    def cls_drained_text(self) -> str:
+        """Accuracy with only the vertical heads' [CLS] column drained: "0.87 on topic (nothing removed: 0.88),
+        ..."."""
+        return ", ".join(f"{v.cls_drained:.2f} on {v.task} (nothing removed: {v.start:.2f})" for v in self.vertical)
+
 
 def pruning(curves: Mapping[str, pd.DataFrame], areas: Mapping[str, pd.DataFrame], removal: Mapping[str, pd.DataFrame],
             tasks: Mapping[str, TaskData]) -> PruningReading:
