@@ -98,13 +98,15 @@ notebooks: setup
 	$(PY) -m tools.student_copy
 
 ## slides: offline reveal.js decks of the talk and every notebook (stored outputs) into build/slides/
-slides: setup
+slides: setup browser
 	$(PY) -m tools.export --to slides
 
-## book: a static, searchable website of the README, the syllabus, every notebook and the talk (stored outputs,
-## nothing executed) into build/book/; offline, like the pages and decks
+## book: a static, searchable website of the course, the syllabus, every notebook, the talk and the README (stored
+## outputs, nothing executed); offline, like the pages and decks. The student edition (stubs, no solutions) into
+## build/book/; EDITION=instructor: with the solutions, into build/book-instructor/
+EDITION ?= student
 book: setup
-	$(PY) -m tools.book
+	$(PY) -m tools.book --edition $(EDITION)
 
 ## cache-pack: the filled cache (entries and fine-tuned models) as one file, $(PACK), to hand out before a class;
 ## cache-unpack: a student's checkout fills its cache from it (refused when the pack was made by other code)

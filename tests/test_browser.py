@@ -175,3 +175,69 @@ def test_hostile_tokens_and_cells_show_as_text(tmp_path):
         screenshot(page, "bertviz_hostile_tokens.png")
         assert not dialogs, f"a token ran script: {dialogs}"
         assert_offline(requests)
+
+
+SNAPSHOT_NOTE = "snapshot — open in Jupyter to explore"
+EXPLORERS_CELL = """import sys
+sys.path.insert(0, {tests!r})
+from builders import PAIR_TOKENS, identity_map, make_encoded, next_map, prev_map, stack_heads, uniform_map
+from bertlook_utils import widgets
+n = len(PAIR_TOKENS)
+enc = make_encoded(PAIR_TOKENS, stack_heads([[prev_map(n), uniform_map(n), identity_map(n)], [next_map(n)] * 3]))
+
+class Encoder:
+    def encode(self, a, b=None):
+        return enc
+
+display(widgets.head_explorer([enc, enc], encoder=Encoder()))
+display(widgets.gallery_explorer([("vertical", enc, 1, 2, "a"), ("diagonal", enc, 1, 1, "b")]))"""
+
+
+def assert_explorers_are_snapshots(page, shot: str) -> int:
+    """Every explorer on `page` shows the snapshot note and no control a reader could use; saves a screenshot
+    of the first one. Returns how many explorers there are."""
+    page.wait_for_selector(".bertlook-explorer .widget-dropdown", timeout=30_000)
+    page.wait_for_timeout(1000)  # the renderer draws the rest of the saved state
+    found = page.evaluate("""() => [...document.querySelectorAll('.bertlook-explorer')].map(e => ({
+        note: [...e.querySelectorAll('.bertlook-snapshot-note')].filter(n => n.offsetParent !== null)
+                  .map(n => n.innerText),
+        live: [...e.querySelectorAll('input, select, button, textarea')].filter(c => !c.disabled)
+                  .map(c => c.outerHTML.slice(0, 120)),
+        editable: e.querySelectorAll('.widget-readout[contenteditable="true"], .noUi-target:not([disabled])').length,
+        images: [...e.querySelectorAll('img')].filter(i => i.offsetParent !== null && i.naturalWidth > 0).length}))""")
+    assert found, "no explorer on the page"
+    for k, explorer in enumerate(found):
+        assert explorer["note"] == [SNAPSHOT_NOTE], f"explorer {k}: no visible note ({explorer['note']})"
+        assert not explorer["live"] and not explorer["editable"], f"explorer {k}: live controls {explorer['live']}"
+        assert explorer["images"] == 1, f"explorer {k}: {explorer['images']} pictures shown"
+    page.locator(".bertlook-explorer").first.scroll_into_view_if_needed()
+    screenshot(page, shot)
+    return len(found)
+
+
+def test_a_static_page_shows_the_explorers_as_disabled_snapshots_with_a_note(tmp_path):
+    """No kernel behind a page: the text box, menus and sliders are disabled beside the note, and the gallery
+    shows its still of every kind (its live menu and map hidden)."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(EXPLORERS_CELL.format(tests=str(ROOT / "tests")))
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    notebook.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "explorers.ipynb")
+    subprocess.run([sys.executable, "-m", "tools.export", "--to", "html", "--execute", "--out", str(tmp_path),
+                    str(tmp_path / "explorers.ipynb")], check=True, cwd=ROOT)
+    with browser_page() as (page, requests):
+        page.goto((tmp_path / "explorers.html").as_uri())
+        assert assert_explorers_are_snapshots(page, "export_explorers_snapshot.png") == 2
+        gallery = page.locator(".bertlook-gallery-explorer")
+        assert gallery.locator(".bertlook-live-only").evaluate_all("parts => parts.every(p => !p.offsetParent)")
+        assert_offline(requests)
+
+
+def test_the_tours_page_shows_its_explorers_as_snapshots(tmp_path):
+    subprocess.run([sys.executable, "-m", "tools.export", "--to", "html", "--out", str(tmp_path), str(TOUR)],
+                   check=True, cwd=ROOT)
+    with browser_page() as (page, requests):
+        page.goto((tmp_path / "00_tour.html").as_uri())
+        assert_explorers_are_snapshots(page, "export_00_tour_explorer_snapshot.png")
+        assert_offline(requests)

@@ -28,9 +28,13 @@ rng = np.random.default_rng(0)
 
 
 @pytest.fixture(autouse=True)
-def close_figures():
+def readable_figures():
+    """Every figure a test draws, in the kit's style, must be readable in the book's column (`viz.unreadable`)."""
+    viz.use_style()
     yield
+    problems = {num: viz.unreadable(plt.figure(num)) for num in plt.get_fignums()}
     plt.close("all")
+    assert not any(problems.values()), problems
 
 
 def rendered(drawn) -> bytes:
@@ -44,6 +48,7 @@ def rendered(drawn) -> bytes:
             path = viz.save(drawn, Path(folder) / f"figure.{fmt}")
             assert path.read_bytes().startswith(magic), fmt
     fig = getattr(drawn, "figure", None) or getattr(np.ravel(drawn)[0], "figure", drawn)
+    assert not viz.unreadable(fig), viz.unreadable(fig)
     png = viz.figure_png(fig)
     assert png.startswith(b"\x89PNG") and len(png) > 2000
     return png
@@ -335,6 +340,10 @@ CASES = {  # name -> a call of it on synthetic results
     "permutation_tests": lambda: figures.permutation_tests(group_tests(synthetic_clusters())),
     "finetuning_loss": lambda: figures.finetuning_loss(fine_tuned()),
     "pattern_examples": lambda: figures.pattern_examples(pattern_maps()),
+    "pattern_gallery": lambda: figures.pattern_gallery(
+        [("vertical", make_encoded(PAIR_TOKENS, random_row_stochastic(np.random.default_rng(0),
+                                                                      (1, 1, len(PAIR_TOKENS), len(PAIR_TOKENS)))),
+          1, 1, "a")]),
     "pattern_features": lambda: figures.pattern_features(labelled_features(), patterns.THRESHOLDS),
     "confusions": lambda: figures.confusions(confusion_matrices()),
     "pattern_shares": lambda: figures.pattern_shares(pattern_shares_by_layer()),
@@ -640,3 +649,162 @@ def test_tokens_and_words_with_dollars_are_drawn_as_they_are(name, tmp_path):
     svg = viz.save(DOLLAR_CASES[name](), tmp_path / "figure.svg").read_text()
     texts = re.findall(r"<text\b[^>]*>([^<]*)</text>", svg)  # the mentions' labels add their numbers
     assert all(any(word in text for text in texts) for word in DOLLARS), f"not drawn as they are: {texts}"
+
+
+def kovaleva_scans(intervals: bool) -> dict[str, pd.DataFrame]:
+    """Two tasks' `disabling.Scan.frame` of 6 x 12 heads: topic's changes within ±2 points, pairs' one head at
+    -12; with `intervals`, `low`/`high` that include 0 exactly for the heads of layer 1 and for layer 2 as a whole."""
+    runs = disabling.runs(6, 12)
+    frames = {}
+    for name, worst in (("topic", -0.02), ("pairs", -0.12)):
+        change = np.where(runs["layer"] == 0, 0.0, 0.01)
+        change[1] = worst  # head 1-1
+        frame = runs.assign(delta_accuracy=change)
+        if intervals:
+            unsure = ((runs["layer"] == 1) & (runs["head"] > 0)) | ((runs["layer"] == 2) & (runs["head"] == 0))
+            frame = frame.assign(low=np.where(unsure, -0.05, 0.005), high=0.2)
+        frames[name] = frame
+    return frames
+
+
+@pytest.mark.parametrize("intervals", [False, True])
+def test_disabling_scan_has_one_symmetric_scale_and_greys_changes_whose_interval_includes_0(intervals):
+    from matplotlib.colors import to_hex
+
+    fig = figures.disabling_scan(kovaleva_scans(intervals))
+    maps = [ax for ax in fig.axes if ax.images]
+    assert [im.get_clim() for ax in maps for im in ax.images] == [(-12.0, 12.0)] * 2  # pairs' -12 sets both
+    bars = [ax for ax in fig.axes if ax.patches]
+    assert [ax.get_ylim() for ax in bars] == [(-12.0, 12.0)] * 2 and all(ax.lines for ax in bars)  # zero line
+    topic = maps[0].images[0]
+    masked = np.ma.getmaskarray(topic.get_array())
+    assert masked[0].all() == intervals and not masked[1:].any()  # layer 1's heads grey, only with intervals
+    assert to_hex(topic.cmap.get_bad()) == figures.kovaleva.UNSURE
+    colours = [to_hex(bar.get_facecolor()) for bar in bars[0].patches]
+    assert (colours[1] == figures.kovaleva.UNSURE) == intervals  # layer 2 as a whole
+    assert figures.kovaleva.UNSURE not in colours[:1] + colours[2:]
+    assert len(bars[0].patches) == 6 and len(maps) == 2
+    assert not viz.unreadable(fig)
+
+
+def test_relation_scores_show_score_minus_null_and_box_the_papers_pick():
+    results = relation_score_results()
+    fig = figures.relation_scores(results)
+    maps = [ax for ax in fig.axes if ax.images]
+    limit = max(np.abs(r.score() - r.null_percentile(99)).max() for r in results.values())
+    for ax, result in zip(maps, results.values()):
+        np.testing.assert_allclose(ax.images[0].get_array(), result.score() - result.null_percentile(99))
+        assert ax.images[0].get_clim() == pytest.approx((-limit, limit))
+        boxed = [(round(p.get_y() + 1.5), round(p.get_x() + 1.5)) for p in ax.patches]
+        assert boxed == [tuple(h) for h in np.argwhere(result.top_heads(99)) + 1]  # the paper's pick alone
+    assert "boxed: the paper's pick" in fig.get_suptitle()
+
+
+def test_heterogeneous_panel_draws_the_papers_band():
+    from bertlook_utils import paper
+
+    fig = figures.pattern_share_estimates(share_estimates())
+    panel = next(ax for ax in fig.axes if ax.get_title() == "heterogeneous")
+    band, = [p for p in panel.patches if p.get_label() == "paper (BERT-base, GLUE)"]
+    assert (band.get_y(), band.get_y() + band.get_height()) == pytest.approx(paper.DARK_SECRETS["heterogeneous_share"])
+    assert all(not any(p.get_label().startswith("paper") for p in ax.patches) for ax in fig.axes if ax is not panel)
+    assert "paper (BERT-base, GLUE)" in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_pattern_shares_wrap_into_a_model_by_task_grid_at_the_real_size():
+    layers = pd.Index(range(1, 7), name="layer")
+    shares = {(task, model): pd.DataFrame(rng.dirichlet(np.ones(len(patterns.KINDS)), 6), columns=list(patterns.KINDS),
+                                          index=layers)
+              for task in ("topic", "next_paragraph", "sentiment") for model in ("pre-trained", "fine-tuned")}
+    fig = figures.pattern_shares(shares)
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["topic, pre-trained", "next_paragraph, pre-trained",
+                                                       "sentiment, pre-trained"]
+    assert len(fig.legends) == 1 and not viz.unreadable(fig)  # one legend, readable in the column
+
+
+# -- notebook 10 at the real sizes: 3 tasks, 6 layers x 12 heads, a 20-token sentence ------------------------------
+TASKS3 = ("topic", "next_paragraph", "sentiment")
+
+
+def test_notebook_10_multi_task_figures_are_readable_at_the_real_size_with_one_legend():
+    """Three tasks of 6 x 12 heads fit the book's column (the autouse fixture checks each figure); the curves and
+    bars share one legend below the panels."""
+    per_task = {task: head_frame({c: rng.random((6, 12)) for c in ("importance", "low", "high", "normalised")})
+                for task in TASKS3}
+    fig = figures.head_importance(per_task)
+    assert [ax.get_title() for ax in fig.axes[:3]] == list(TASKS3) and "normalised" in fig.get_suptitle()
+    curves, removal = pruning_frames()["topic"], removal_frames()["topic"]
+    for fig in (figures.pruning_curves(dict.fromkeys(TASKS3, curves)),
+                figures.pattern_removal(dict.fromkeys(TASKS3, removal))):
+        assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
+    assert len(figures.norm_shares(norm_result()).legends) == 1
+
+
+def test_rollout_and_flow_share_one_colour_scale_up_to_the_largest_value():
+    """The three maps on one power-law scale from 0 to the largest value of any of them, with one colour bar."""
+    tokens = [f"t{i}" for i in range(20)]
+    attn = random_row_stochastic(rng, (L, H, 20, 20)).astype(np.float64)
+    maps = {"attention": attn[-1].mean(0), "rollout": attribution.rollout(attn)[-1], "flow": np.full((20, 20), 0.9)}
+    fig = figures.rollout_and_flow(tokens, maps, gamma=0.5)
+    images = [image for ax in fig.axes for image in ax.images]
+    assert len(images) == 3 and colour_bars(fig) == 1
+    assert len({id(image.norm) for image in images}) == 1  # one norm object: one scale
+    norm = images[0].norm
+    assert (norm.vmin, norm.vmax, norm.gamma) == (0, pytest.approx(0.9), 0.5)
+    assert norm(0.9 / 4) == pytest.approx(0.5)  # a quarter of the top is half-way up the colours
+    assert "0.5" in next(ax for ax in fig.axes if ax.get_label() == "<colorbar>").get_ylabel()
+
+
+def test_null_space_twin_shares_the_maps_colour_bar_and_the_token_rows():
+    attn, twin, tokens = twin_maps()
+    fig = figures.null_space_twin(attn, twin, tokens)
+    assert colour_bars(fig) == 2  # 0 to 1 for both maps, ± for the difference
+    maps = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    fig.canvas.draw()
+    shown = [[label.get_text() for label in ax.get_yticklabels() if label.get_visible()] for ax in maps]
+    assert shown[0] == list(tokens) and shown[1] == shown[2] == []  # the tokens once, left of the first map
+
+
+def test_word_scores_title_names_the_predicted_class():
+    """The title reads the task's class name (`TaskData.labels`), "label 1" only when none is given."""
+    scored = explanation()  # predicted 1
+    assert figures.word_scores(scored, ("rotten", "fresh")).axes[0].get_title().startswith('predicted "fresh"')
+    assert figures.word_scores(scored).axes[0].get_title().startswith("predicted label 1")
+
+
+@pytest.mark.parametrize("kind, n, grid", [("map", 3, (2, 2)), ("map", 2, (1, 2)), ("lines", 4, (1, 4)),
+                                           ("lines", 5, (2, 3)), ("lines", 6, (2, 3))])
+def test_plot_heads_wraps_panels_into_even_rows(kind, n, grid):
+    """At most 2 maps or 4 line panels a row, rows evened out, the empty places blank; one row's height each."""
+    enc = make_encoded(PAIR_TOKENS, random_row_stochastic(rng, (L, H, len(PAIR_TOKENS), len(PAIR_TOKENS))))
+    heads = {f"head {i}": divmod(i, H) for i in range(n)}
+    fig = viz.plot_heads(enc, {title: (layer + 1, head + 1) for title, (layer, head) in heads.items()}, kind=kind,
+                         height=3)
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == grid[0] * grid[1] and fig.get_size_inches()[1] == 3 * grid[0]
+    assert [ax.get_title() for ax in panels[:n]] == list(heads)
+    assert not any(ax.axison for ax in panels[n:])
+    assert panels[0].get_subplotspec().get_gridspec().get_geometry() == grid
+    rows, columns = viz.plot_heads(enc, {"a": (1, 1), "b": (1, 2)}, columns=1).axes[0].get_subplotspec() \
+        .get_gridspec().get_geometry()
+    assert (rows, columns) == (2, 1)
+
+
+def test_mds_map_labels_the_heads_with_a_behaviour_without_overlaps():
+    """annotate=True labels the heads that have a behaviour (not "other", drawn pale and small), no two labels
+    overlapping; a list labels those heads; False none."""
+    from matplotlib.colors import to_hex
+
+    result = synthetic_clusters()
+    result.heads[["x", "y"]] = [[0, 0], [0.01, 0], [0.5, 0.5], [0, 0.01], [0.01, 0.01], [1, 1]]  # four in a clump
+    ax = figures.mds_map(result, "behaviour")
+    notes = [t for t in ax.texts if t.get_text()]
+    assert sorted(t.get_text() for t in notes) == sorted(result.heads.loc[result.heads["behaviour"] != "other",
+                                                                          "label"])
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in notes]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    other = ax.collections[-1]  # BEHAVIOURS end with "other"
+    assert other.get_label().startswith("other") and to_hex(other.get_facecolor()[0]) == "#cccccc"
+    assert [t.get_text() for t in figures.mds_map(result, "layer", annotate=["2-3"]).texts] == ["2-3"]
+    assert not figures.mds_map(result, "behaviour", annotate=False).texts

@@ -24,6 +24,7 @@ from bertlook_utils import (  # noqa: E402
 from bertlook_utils.exercises import checker  # noqa: E402
 from bertlook_utils.extract import Batch  # noqa: E402
 from bertlook_utils.parses import Sentence  # noqa: E402
+from bertlook_utils.readings import nb04  # noqa: E402
 
 L, H = 2, 3  # the synthetic inputs' model; the tiny random BERT (fixture `tiny`) has 2 x 4
 TINY = (2, 4)
@@ -126,6 +127,8 @@ CASES = {
     "present.figures.clark.relation_head": (
         lambda layer, head, tiny: figures.relation_head(parsed(), layer, head, "det"), L, H),
     "present.viz.head_map": (lambda layer, head, tiny: viz.head_map(encoded(), layer, head), L, H),
+    "lab.readings.nb04.strongest_targets": (
+        lambda layer, head, tiny: nb04.strongest_targets(encoded(), layer, head, "[CLS]"), L, H),
     "present.viz.plot_head": (lambda layer, head, tiny: viz.plot_head(encoded(), layer, head), L, H),
     "present.viz.plot_lines": (lambda layer, head, tiny: viz.plot_lines(encoded(), layer, head), L, H),
     "present.viz.head_figure": (lambda layer, head, tiny: viz.head_figure(encoded(), layer, head), L, H),

@@ -1,13 +1,14 @@
 """The notebooks' generated structure: header and navigation cells, contents tables, student copies."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from tools import navigation, student_copy
+from tools import exercise_cells, navigation, student_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -134,3 +135,102 @@ def test_the_syllabus_covers_every_notebook_and_plans_three_labs_and_a_lecture()
     fields = {"paper", "reproduces", "shows", "goals", "needs", "walk_minutes", "exercise_minutes"}
     assert all(set(about) == fields for about in course["notebooks"].values())
     assert {s for session in course["sessions"] for s in session["notebooks"]} == {p.stem for p in NOTEBOOKS}
+
+
+def tagged(cells, tag: str) -> list[int]:
+    return [k for k, cell in enumerate(cells) if tag in cell.metadata.get("tags", [])]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_asks_one_written_analysis_with_its_rubric_after_it(path):
+    """One open question about a figure, in the exercises section, and right after it the instructor's rubric:
+    what a full answer mentions, in words (results are read off the rendered notebook, never typed), on no slide."""
+    cells = nbformat.read(path, as_version=4).cells
+    questions, rubrics = tagged(cells, student_copy.QUESTION), tagged(cells, student_copy.RUBRIC)
+    assert len(questions) == 1 and rubrics == [questions[0] + 1]
+    question, rubric = cells[questions[0]], cells[rubrics[0]]
+    assert question.cell_type == rubric.cell_type == "markdown"
+    assert "### Written analysis" in question.source and re.search(r"\bfigure\b", question.source, re.I)
+    sources = [cell.source for cell in cells]
+    exercises = next(k for k, s in enumerate(sources) if s.startswith("## Exercises"))
+    solutions = next(k for k, s in enumerate(sources) if s.startswith("### Solutions"))
+    assert exercises < questions[0] < solutions
+    assert len([line for line in rubric.source.splitlines() if line.startswith("- ")]) >= 3
+    assert not re.search(r"\d\s*%|\d\.\d", rubric.source), "a rubric refers to results, it does not type them"
+    assert rubric.metadata["slideshow"]["slide_type"] == "skip"
+
+
+def test_a_student_copy_keeps_the_question_and_leaves_an_empty_cell_for_the_rubric():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("### Written analysis\nLook at the figure.",
+                                      metadata={"tags": ["written-analysis"]}),
+        nbformat.v4.new_markdown_cell("**Rubric**\n- mentions the sink", metadata={"tags": ["rubric"]})])
+    student = student_copy.student_version(nb)
+    assert student.cells[0].source == nb.cells[0].source
+    assert student.cells[1].source == student_copy.WRITTEN_ANSWER
+    assert student.cells[1].metadata["tags"] == ["written-answer"]
+    assert nb.cells[1].source.startswith("**Rubric**")  # the original is untouched
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_committed_student_copies_ask_the_written_analysis_without_its_rubric(path):
+    cells = nbformat.read(path, as_version=4).cells
+    (question,), (rubric,) = tagged(cells, student_copy.QUESTION), tagged(cells, student_copy.RUBRIC)
+    student = nbformat.read(ROOT / "notebooks" / "student" / path.name, as_version=4).cells
+    (asked,) = tagged(student, student_copy.QUESTION)
+    assert student[asked].source == cells[question].source
+    assert student[asked + 1].source == student_copy.WRITTEN_ANSWER
+    assert not tagged(student, student_copy.RUBRIC)
+    points = [line[2:] for line in cells[rubric].source.splitlines() if line.startswith("- ")]
+    text = "\n".join(cell.source for cell in student)
+    assert "bertlook:rubric" not in text and not any(point in text for point in points)
+
+
+READER_COPIES = [*NOTEBOOKS, ROOT / "slides" / "bertlook_talk.ipynb",
+                 *sorted((ROOT / "notebooks" / "student").glob("*.ipynb"))]
+COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")  # two spaces or more between two words: a column of a printed table
+
+
+def visible_code(nb) -> list:
+    """The code cells a reader sees: all but those tagged hide-input (the prose cells, the talk's hidden cells)."""
+    return [c for c in nb.cells if c.cell_type == "code" and "hide-input" not in c.metadata.get("tags", [])]
+
+
+def wide_code(nb, width: int = exercise_cells.WIDTH) -> list[str]:
+    """'cell id: line' for each line over `width` characters in the visible code cells of `nb`."""
+    return [f"{c.get('id')}: {line}" for c in visible_code(nb) for line in c.source.splitlines() if len(line) > width]
+
+
+def wide_tables(nb, width: int = exercise_cells.WIDTH) -> list[str]:
+    """'cell id: line' for each line of a printed table (two column gaps or more) over `width` characters in the
+    stored text outputs of the visible code cells; an output with HTML is seen as HTML (`tables.show`), not checked."""
+    texts = [(c.get("id"), o.get("text") or o.get("data", {}).get("text/plain", ""))
+             for c in visible_code(nb) for o in c.get("outputs", []) if "text/html" not in o.get("data", {})]
+    return [f"{cell}: {line}" for cell, text in texts for line in "".join(text).splitlines()
+            if len(line) > width and len(COLUMN_GAP.findall(line)) >= 2]
+
+
+@pytest.mark.parametrize("path", READER_COPIES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_code_a_reader_sees_fits_the_column(path):
+    assert wide_code(nbformat.read(path, as_version=4)) == [], (
+        f"lines over {exercise_cells.WIDTH} columns: `ruff format --line-length {exercise_cells.WIDTH}` the cell")
+
+
+@pytest.mark.parametrize("path", READER_COPIES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_printed_tables_fit_the_column(path):
+    assert wide_tables(nbformat.read(path, as_version=4)) == [], "show a wide table with tables.show, not print"
+
+
+def test_a_planted_wide_line_and_table_are_flagged():
+    long_line = "x = " + " + ".join(["10"] * 23) + " + 1"  # 120 characters
+    table = "name" + " " * 40 + "first column" + " " * 40 + "second column"
+    shown = nbformat.v4.new_code_cell("print(frame)", outputs=[nbformat.v4.new_output("stream", text=table + "\n")])
+    hidden = nbformat.v4.new_code_cell(long_line, metadata={"tags": ["hide-input"]})
+    as_html = nbformat.v4.new_code_cell("tables.show(frame)", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/plain": table, "text/html": "<table></table>"})])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(long_line), shown, hidden, as_html])
+    assert len(long_line) == 120 and len(table) > 88
+    assert wide_code(nb) == [f"{nb.cells[0].get('id')}: {long_line}"]
+    assert wide_tables(nb) == [f"{shown.get('id')}: {table}"]
+    assert wide_tables(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(s)", outputs=[
+        nbformat.v4.new_output("stream", text="a sentence of prose, " * 6)])])) == []

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
+
+from builders import make_encoded
 
 from bertlook_utils import paper
 from bertlook_utils.readings import nb04
@@ -184,3 +187,17 @@ def test_differences_reads_sizes_layers_and_the_far_relations():
     assert (reading.paper_layers_min, reading.paper_layers_max) == (min(paper_layers), max(paper_layers)) == (4, 9)
     assert reading.paper_layers_median == 7
     assert reading.far_vs_paper == (("det", 70.0, 94.3), ("dobj", 80.0, 86.8), ("pobj", 70.0, 76.3))
+
+
+def test_strongest_targets_reads_the_first_occurrence_of_the_token_in_one_head():
+    tokens = ["[CLS]", "our", "mind", "our", "[SEP]"]
+    attn = np.full((2, 2, 5, 5), 0.2)
+    attn[1, 0, 1] = [0.3, 0.0, 0.6, 0.1, 0.0]  # layer 2, head 1: the first "our" -> mind, then [CLS]
+    attn[1, 0, 3] = [0.0, 0.9, 0.1, 0.0, 0.0]  # the second "our" is not read
+    enc = make_encoded(tokens, attn)
+    assert nb04.strongest_targets(enc, 2, 1, "our") == ("mind", "[CLS]")
+    assert nb04.strongest_targets(enc, 2, 1, "our", k=1) == ("mind",)
+    with pytest.raises(ValueError, match="'her' is not in the input"):
+        nb04.strongest_targets(enc, 2, 1, "her")
+    with pytest.raises(ValueError):
+        nb04.strongest_targets(enc, 3, 1, "our")  # no layer 3

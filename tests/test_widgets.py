@@ -155,7 +155,7 @@ def test_own_text_is_encoded_added_and_shown(examples, make):
     encoder = FakeEncoder()
     explorer = make(examples, encoder=encoder)
     box = explorer.own_text.box
-    assert box in explorer.widget.children[0].children
+    assert explorer.widget.children[0] is explorer.note and box in explorer.widget.children[1].children
     first = shown_png(explorer)
     box.value = "the cat sat | it ran"
     assert encoder.calls == [("the cat sat", "it ran")]
@@ -231,3 +231,51 @@ def test_the_encoders_warning_is_shown_beside_the_box_not_in_the_log(encoder):
     message = explorer.own_text.message.value
     assert message.startswith("4 tokens; warning: every word of text a is the unknown token '[UNK]'")
     assert len(explorer.examples) == 2
+
+
+def test_the_snapshot_note_leads_every_explorer_and_is_hidden_while_live(examples):
+    for explorer in (widgets.head_explorer(examples), widgets.grid_explorer(examples)):
+        note, controls, output = explorer.widget.children
+        assert note is explorer.note and output is explorer.output
+        assert "snapshot — open in Jupyter to explore" in note.value and note.layout.display == "none"
+        assert widgets.SNAPSHOT_ONLY in note._dom_classes
+        assert not any(control.disabled for control in explorer.controls.values())  # a kernel drives them
+        assert set(controls.children) == set(explorer.controls.values())
+
+
+def gallery_items(examples):
+    """(kind, Encoded, layer, head, caption): two vertical maps (the second one the shorter), one diagonal."""
+    short = make_encoded(["[CLS]", "hi", "[SEP]"], stack_heads([[uniform_map(3)] * 3] * 2))
+    return [("vertical", examples[0], 1, 1, "v1"), ("vertical", short, 1, 2, "v2"),
+            ("diagonal", examples[1], 2, 1, "d1")]
+
+
+def test_the_gallery_holds_a_still_of_every_kind_for_pages_without_a_kernel(examples):
+    explorer = widgets.gallery_explorer(gallery_items(examples))
+    note, still, controls, output = explorer.widget.children
+    assert note is explorer.note and output is explorer.output
+    assert widgets.SNAPSHOT_ONLY in still._dom_classes and still.layout.display == "none"
+    assert widgets.LIVE_ONLY in controls._dom_classes and widgets.LIVE_ONLY in output._dom_classes
+    (picture,) = still.outputs
+    png = base64.b64decode(picture["data"]["image/png"])
+    assert png.startswith(b"\x89PNG") and png != shown_png(explorer)
+    explorer.group.value = "diagonal"  # the still stays; the live map follows the menu
+    assert still.outputs == (picture,) and shown_text(explorer) == "diagonal: map 1 of 1"
+
+
+def test_pattern_gallery_draws_the_shortest_maps_of_each_kind_with_their_tokens(examples):
+    from bertlook_utils.present.figures.kovaleva import pattern_gallery
+
+    items = gallery_items(examples)
+    fig = pattern_gallery(items, per_kind=1, max_tokens=10)
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(shown) == 2  # a row per kind, in the items' order
+    assert [ax.get_title() for ax in shown] == ["vertical\nv2", "diagonal (first 10 tokens)\nd1"]
+    assert [t.get_text() for t in shown[0].get_xticklabels()] == ["[CLS]", "hi", "[SEP]"]
+    assert [t.get_text() for t in shown[1].get_xticklabels()] == examples[1].tokens[:10]
+    fig = pattern_gallery(items, per_kind=2, max_tokens=32, columns=2)
+    assert [ax.get_visible() for ax in fig.axes] == [True, True, True, False]  # diagonal has one map
+    assert viz.unreadable(fig) == []
+    plt.close("all")
+    with pytest.raises(ValueError, match="at least one"):
+        pattern_gallery([])

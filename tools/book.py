@@ -1,12 +1,19 @@
-"""The kit as a static, searchable website: `make book` writes build/book/index.html.
+"""The kit as a static, searchable website: `make book` writes the student edition to build/book/index.html.
 
-    python -m tools.book                  # the source tree goes to build/book_src/
-    python -m tools.book --out /tmp/book  # ... and then to /tmp/book_src/
+    python -m tools.book                        # student edition: build/book/ (sources in build/book_src/)
+    python -m tools.book --edition instructor   # instructor edition: build/book-instructor/
+    python -m tools.book --out /tmp/book        # ... into /tmp/book/ (sources in /tmp/book_src/)
 
-Sphinx with myst-nb and sphinx-book-theme renders README.md (the landing page), notebooks/README.md (the syllabus),
-notebooks/BEFORE_CLASS.md (for students' laptops), every numbered notebook and the talk from their stored outputs:
-nothing is executed. The source tree (build/book_src/) mirrors the repository, so the notebooks' links to one
-another and to README.md become links between pages; a link to a file that is not a page keeps only its text.
+Sphinx with myst-nb and sphinx-book-theme renders docs/index.md (the landing page: the course, with the syllabus
+of tools/navigation.py), notebooks/README.md (the contents), notebooks/BEFORE_CLASS.md (for students' laptops),
+README.md (the page for developers), every numbered notebook and the talk from their stored outputs: nothing is
+executed. The student edition renders the student copies (notebooks/student/: stubs to write, empty answer cells)
+at the notebooks' places; those copies hold no outputs, so each cell they share unchanged with the instructor
+notebook shows the instructor notebook's outputs (figures, tables, explorers with their saved widget state), and
+no solution or check cell shows any. The instructor edition renders the notebooks with their solutions. A banner
+on every page names the edition. The source tree (build/book_src/) mirrors the repository, so the notebooks'
+links to one another and to the READMEs become links between pages; a link to a file that is not a page keeps
+only its text.
 MathJax, require.js and the Jupyter widgets renderer are copied from node_modules/ (`make assets`) into _static/,
 as tools/export.py does for its pages. Then every page (with the BertViz views' iframes), script and stylesheet the
 build wrote is scanned with export.py's scanner for anything a browser would fetch from the network; any reference
@@ -24,20 +31,35 @@ import time
 from pathlib import Path
 
 import nbformat
+from nbgrader.utils import is_grade
 
 from tools import export  # the assets and the offline check
+from tools import navigation  # the syllabus
+from tools import widget_state  # static pages: the explorers' snapshot
 
 ROOT = export.ROOT
-OUT = ROOT / "build" / "book"
-PAGES = {"README.md": "index.md", "notebooks/README.md": "notebooks/README.md",
+PAGES = {"docs/index.md": "index.md", "README.md": "developers.md", "notebooks/README.md": "notebooks/README.md",
          "notebooks/BEFORE_CLASS.md": "notebooks/BEFORE_CLASS.md"}  # repository -> book
+SYLLABUS = "<!-- bertlook:syllabus -->"  # docs/index.md: the book puts navigation.py's syllabus here
+# edition -> (its folder, the banner on every page)
+EDITIONS = {
+    "student": (ROOT / "build" / "book", "<b>Student edition</b> · the functions to write are stubs and the answer "
+                                         "cells are empty: write them in JupyterLab"),
+    "instructor": (ROOT / "build" / "book-instructor", "<b>Instructor edition</b> · with every solution: not for "
+                                                       "students"),
+}
+OUT = EDITIONS["student"][0]
 ASSETS = [(src, dst) for src, dst in export.ASSETS if src.startswith(("mathjax", "requirejs", "@jupyter-widgets"))]
 # an explorer's controls wrap in the narrow column instead of squeezing its sliders to nothing
-CSS = ".widget-hbox { flex-wrap: wrap; }\n"
+CSS = (".widget-hbox { flex-wrap: wrap; }\n"
+       # the edition's banner: blue for students, red for the instructor's solutions
+       ".bd-header-announcement { background: #dbe9f7; color: #102a43; font-size: 1rem; }\n"
+       ".bd-header-announcement:has(.instructor) { background: #f9d9d5; color: #5c1a12; }\n")
 SRCDOC = re.compile(r'srcdoc="([^"]*)"')
 LINK = re.compile(r"\[([^\]]*(?:\[[^\]]*\][^\]]*)*)\]\(([^)\s]+)\)")  # [text](target); text may hold [CLS]
 CONFIG = {
     "project": "BERTLook",
+    "author": "BERTLook contributors",
     "extensions": ["myst_nb"],
     "html_theme": "sphinx_book_theme",
     "html_title": "BERTLook",
@@ -59,15 +81,25 @@ CONFIG = {
 }
 
 
+def config(edition: str) -> dict:
+    """CONFIG with the edition's title and banner."""
+    banner = f'<span class="{edition}">{EDITIONS[edition][1]}</span>'
+    return {**CONFIG, "html_title": f"BERTLook · {edition} edition",
+            "html_theme_options": {**CONFIG["html_theme_options"], "announcement": banner}}
+
+
 def sources(root: Path = ROOT) -> dict[str, Path]:
-    """Book path -> repository file: the READMEs, the students' page, the talk and the notebooks."""
+    """Book path -> repository file: the course page, the READMEs, the students' page, the talk and the
+    (instructor) notebooks."""
     notebooks = {str(path.relative_to(root)): path for path in export.decks(root)}
     return {**{book: root / repo for repo, book in PAGES.items()}, **notebooks}
 
 
-def relink(text: str, repo_path: str, pages: set[str]) -> str:
-    """Point relative links at the book's pages; a link to a file outside the book keeps only its text."""
+def relink(text: str, repo_path: str, pages: set[str], page: str | None = None) -> str:
+    """Point relative links of `text` (from the file `repo_path`) at the book's pages, as seen from `page` (by
+    default the page of `repo_path`); a link to a file outside the book keeps only its text."""
     folder = Path(repo_path).parent
+    book_folder = Path(page or PAGES.get(repo_path, repo_path)).parent
 
     def fix(match: re.Match) -> str:
         label, target = match.groups()
@@ -78,16 +110,56 @@ def relink(text: str, repo_path: str, pages: set[str]) -> str:
         book_target = PAGES.get(repo_target, repo_target)
         if book_target not in pages:
             return label
-        book_folder = Path(PAGES.get(repo_path, repo_path)).parent
         return f"[{label}]({os.path.relpath(book_target, book_folder)}{hash_}{anchor})"
 
     return LINK.sub(fix, text)
 
 
-def write_sources(src: Path, root: Path = ROOT) -> None:
-    """The Sphinx source tree: the READMEs with their links fixed, copies of the notebooks without nbval's
-    marker comments (copies, not symlinks: myst would resolve a symlink's links from where it points), and
-    the book's stylesheet."""
+def student_notebook(student, instructor) -> list[str]:
+    """Give the student copy `student` (no outputs) the outputs of `instructor` on every code cell the two share
+    unchanged (same id and source), and the saved widget state; answer cells (stubs, empty answers) and check cells
+    keep none. In place; returns the ids of the other code cells whose source differs (a stale copy)."""
+    twins = {cell.get("id"): cell for cell in instructor.cells}
+    stale = []
+    for cell in student.cells:
+        if cell.cell_type != "code" or "answer" in cell.metadata.get("tags", []) or is_grade(cell):
+            continue
+        twin = twins.get(cell.get("id"))
+        if twin is None or twin.source != cell.source:
+            stale.append(cell.get("id"))
+            continue
+        cell.outputs, cell.execution_count = twin.outputs, twin.execution_count
+    if "widgets" in instructor.metadata:
+        student.metadata["widgets"] = instructor.metadata["widgets"]
+    return stale
+
+
+def notebook(book: str, repo: Path, edition: str):
+    """The notebook a page renders: the instructor's, or for a numbered notebook of the student edition its
+    student copy with the instructor's outputs (a stale copy is named on stderr); without nbval's markers."""
+    nb = nbformat.read(repo, as_version=4)
+    if edition == "student" and book.startswith("notebooks/"):
+        instructor, nb = nb, nbformat.read(repo.parent / "student" / repo.name, as_version=4)
+        stale = student_notebook(nb, instructor)
+        if stale:
+            print(f"notebooks/student/{repo.name}: {len(stale)} code cells differ from the instructor notebook "
+                  f"(shown without outputs; run `python -m tools.student_copy`): {stale}", file=sys.stderr)
+    export.drop_test_markers(nb)
+    widget_state.snapshot(nb)  # no kernel behind the page: explorers disabled, with their note
+    return nb
+
+
+def landing(text: str, pages: set[str], root: Path = ROOT) -> str:
+    """docs/index.md for the book: its links relinked, the syllabus (tools/navigation.py) in place of its marker."""
+    paths = navigation.notebooks(root / "notebooks")
+    titles = {path: navigation.title(nbformat.read(path, as_version=4)) for path in paths}
+    table = relink(navigation.syllabus(paths, titles), "notebooks/README.md", pages, page="index.md")
+    return relink(text, "docs/index.md", pages).replace(SYLLABUS, table)
+
+
+def write_sources(src: Path, root: Path = ROOT, edition: str = "student") -> None:
+    """The Sphinx source tree: the pages with their links fixed, copies of the edition's notebooks (copies, not
+    symlinks: myst would resolve a symlink's links from where it points), and the book's stylesheet."""
     books = sources(root)
     stems = [book.removesuffix(".ipynb") for book in books if book.endswith(".ipynb")]
     (src / "_static").mkdir(parents=True, exist_ok=True)
@@ -96,15 +168,15 @@ def write_sources(src: Path, root: Path = ROOT) -> None:
         target = src / book
         target.parent.mkdir(parents=True, exist_ok=True)
         if book.endswith(".ipynb"):
-            nb = nbformat.read(repo, as_version=4)
-            export.drop_test_markers(nb)
-            text = nbformat.writes(nb)
+            text = nbformat.writes(notebook(book, repo, edition))
+        elif book == "index.md":
+            text = (landing(repo.read_text(encoding="utf-8"), set(books), root)
+                    + toctree("Course", ["notebooks/README", "notebooks/BEFORE_CLASS"])
+                    + toctree("Notebooks", [stem for stem in stems if stem.startswith("notebooks/")])
+                    + toctree("Talk", [stem for stem in stems if stem.startswith("slides/")])
+                    + toctree("For developers", ["The repository's README <developers>"]))
         else:
             text = relink(repo.read_text(encoding="utf-8"), str(repo.relative_to(root)), set(books))
-        if book == "index.md":
-            text += (toctree("Course", ["notebooks/README", "notebooks/BEFORE_CLASS"])
-                     + toctree("Notebooks", [stem for stem in stems if stem.startswith("notebooks/")])
-                     + toctree("Talk", [stem for stem in stems if stem.startswith("slides/")]))
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.write_text(text, encoding="utf-8")
 
@@ -151,14 +223,14 @@ def remote_references(out: Path = OUT) -> dict[Path, list[str]]:
     return {path: refs for path, refs in found.items() if refs}
 
 
-def build(out: Path = OUT) -> Path:
-    """Write the sources next to `out` (<out>_src/), run Sphinx (warnings to stderr), copy the assets,
+def build(out: Path = OUT, edition: str = "student") -> Path:
+    """Write the edition's sources next to `out` (<out>_src/), run Sphinx (warnings to stderr), copy the assets,
     check that nothing is remote. Returns the landing page."""
     from sphinx.application import Sphinx
 
     src = out.with_name(f"{out.name}_src")
-    write_sources(src)
-    app = Sphinx(src, None, out, src / "_doctrees", "html", confoverrides=CONFIG,
+    write_sources(src, edition=edition)
+    app = Sphinx(src, None, out, src / "_doctrees", "html", confoverrides=config(edition),
                  status=io.StringIO(), warning=sys.stderr)
     app.build()
     if app.statuscode:
@@ -172,12 +244,15 @@ def build(out: Path = OUT) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=OUT, help="default: build/book")
-    out = parser.parse_args(argv).out.resolve()
+    parser.add_argument("--edition", choices=EDITIONS, default="student",
+                        help="student (default: stubs, no solutions) or instructor (with the solutions)")
+    parser.add_argument("--out", type=Path, help="default: build/book (student), build/book-instructor")
+    args = parser.parse_args(argv)
+    out = (args.out or EDITIONS[args.edition][0]).resolve()
     start = time.perf_counter()
-    index = build(out)
+    index = build(out, args.edition)
     pages = len([p for p in out.rglob("*.html") if p.parent.name != "_static"])
-    print(f"{pages} pages in {time.perf_counter() - start:.0f} s, offline: open {index}")
+    print(f"{args.edition} edition, {pages} pages in {time.perf_counter() - start:.0f} s, offline: open {index}")
     return 0
 
 

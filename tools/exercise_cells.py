@@ -31,6 +31,7 @@ INTRO = (f"{SECTION}\n## Implement it yourself\n"
 EXERCISES_HEADING = "## Exercises"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"  # nbgrader's markers (ClearSolutions)
 POINTS = 1  # per exercise, for nbgrader
+WIDTH = 88  # the longest line of a notebook's code cell (tests/test_notebook_structure.py)
 OURS = ("exercise", "exercise_check", "exercise_text")  # the metadata keys that mark the section's cells
 
 
@@ -46,11 +47,13 @@ def markdown(exercise) -> str:
 
 
 def definition(exercise) -> str:
-    """`def name(parameters):` and the task as its docstring, wrapped at 120 characters but never inside a shape
-    ([B, T]) or `code`."""
-    task = re.sub(r"\[[^]]*]|`[^`]*`", lambda span: span.group(0).replace(" ", "\0"), exercise.task)
-    docstring = textwrap.fill(task, 116, initial_indent='    """', subsequent_indent="    ", break_long_words=False,
-                              break_on_hyphens=False).replace("\0", " ")
+    """`def name(parameters):` and the task as its docstring, wrapped at WIDTH characters (the notebooks' code
+    width, `ruff format --line-length 88`) but never inside a shape ([B, T]) or a `code` span shorter than half
+    a line."""
+    task = re.sub(r"\[[^]]*]|`[^`]*`", lambda span: span.group(0).replace(" ", "\0")
+                  if len(span.group(0)) < WIDTH // 2 else span.group(0), exercise.task)
+    docstring = textwrap.fill(task, WIDTH - 3, initial_indent='    """', subsequent_indent="    ",
+                              break_long_words=False, break_on_hyphens=False).replace("\0", " ")
     return f'def {exercise.name}({exercise.parameters}):\n{docstring}"""'
 
 

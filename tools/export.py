@@ -9,7 +9,9 @@ does; BERTLOOK_MODEL picks the model). Every asset a page needs is copied from n
 assets`) next to the pages -- reveal.js, MathJax, require.js, jQuery and the Jupyter widgets renderer --
 and the pages point at those copies with relative URLs, so they open from disk (file://) with no network.
 After writing, every page is scanned for http(s) references the browser would fetch (src attributes,
-stylesheet links, CSS imports, URL literals in scripts); any found fails the export with the list.
+stylesheet links, CSS imports, URL literals in scripts); any found fails the export with the list. Then the talk's
+decks (slides/*.ipynb) are opened in headless chromium and every slide's height is compared with the canvas
+(tools/slide_fit.py); a slide that would be cut off at the bottom fails the export, naming deck, slide and height.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ TEMPLATES_BY_FORMAT = {"slides": "bertlook_reveal", "html": "bertlook_lab"}  # n
 SUFFIX = {"slides": ".slides.html", "html": ".html"}
 WIDTH, HEIGHT = 1280, 800  # the deck's canvas; reveal.js scales it to the window
 MATHJAX_CONFIG = "TeX-AMS_CHTML-full,Safe"
+REVEAL_PREFIX = "reveal.js"  # the decks load reveal.js/dist/reveal.js, a copy next to them
 
 # (source under node_modules, destination under the output folder): only what the decks load
 ASSETS = [
@@ -117,7 +120,7 @@ def exporter_config(nb, to: str = "slides") -> dict:
     if to == "html":
         return c
     c.SlidesExporter.template_name = TEMPLATES_BY_FORMAT[to]
-    c.SlidesExporter.reveal_url_prefix = "reveal.js"
+    c.SlidesExporter.reveal_url_prefix = REVEAL_PREFIX
     c.SlidesExporter.reveal_theme = rise.get("theme", "white")
     c.SlidesExporter.reveal_transition = rise.get("transition", "fade")
     c.SlidesExporter.reveal_scroll = bool(rise.get("scroll", True))
@@ -159,9 +162,12 @@ def export(notebook: Path, out: Path = OUT, to: str = "slides", run: bool = Fals
     stored or (run=True) freshly computed."""
     from nbconvert import HTMLExporter, SlidesExporter
 
+    from tools import widget_state
+
     nb = nbformat.read(notebook, as_version=4)
     if run:
         execute(nb, notebook.parent)
+    widget_state.snapshot(nb)  # no kernel behind the page: the explorers' controls disabled, with a note
     drop_test_markers(nb)
     exporter = (SlidesExporter if to == "slides" else HTMLExporter)(config=exporter_config(nb, to))
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem,
@@ -256,8 +262,15 @@ def check_offline(paths: list[Path]) -> None:
                          + "\n".join(lines))
 
 
+def is_talk(notebook: Path) -> bool:
+    """A talk (a notebook in a `slides/` folder) is presented with a clicker, so each of its slides must fit
+    the canvas; the notebooks' decks are read along and scroll (RISE `scroll: true`)."""
+    return notebook.parent.name == "slides"
+
+
 def build(notebooks: list[Path] | None = None, out: Path = OUT, to: str = "slides", run: bool = False) -> list[Path]:
-    """Copy the assets, export every page or deck, check they are offline. Returns the files written."""
+    """Copy the assets, export every page or deck, check they are offline and, for talks, that every slide fits
+    its canvas in chromium (tools/slide_fit.py). Returns the files written."""
     notebooks = decks() if notebooks is None else notebooks
     out.mkdir(parents=True, exist_ok=True)
     copy_assets(out)
@@ -269,6 +282,12 @@ def build(notebooks: list[Path] | None = None, out: Path = OUT, to: str = "slide
         print(f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}  "
               f"{target.stat().st_size / 1e6:.1f} MB  {time.perf_counter() - start:.1f} s", flush=True)
     check_offline(written)
+    talks = [target for notebook, target in zip(notebooks, written) if to == "slides" and is_talk(notebook)]
+    if talks:
+        from tools import slide_fit
+
+        start = time.perf_counter()
+        print(f"{slide_fit.summary(slide_fit.check_fit(talks))}, checked in {time.perf_counter() - start:.1f} s")
     return written
 
 

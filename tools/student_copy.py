@@ -8,7 +8,9 @@ between `### BEGIN SOLUTION` and `### END SOLUTION`, with nbgrader's stub (`# YO
 `raise NotImplementedError()`), and `ClearOutput` drops outputs, execution counts and timings. The check cells are
 tagged "raises-exception", so that the copy still runs top to bottom. A numbered exercise's solution (a code cell
 tagged "solution" that is no nbgrader solution cell) becomes an empty cell to answer in. Solution cells are tagged
-"answer" in the copy. tests/test_notebook_structure.py checks that the copies are in sync.
+"answer" in the copy. The rubric of the written analysis (a markdown cell tagged "rubric", after the question tagged
+"written-analysis") becomes an empty markdown cell tagged "written-answer". tests/test_notebook_structure.py checks
+that the copies are in sync.
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from tools.navigation import ROOT, notebooks, title
 ANSWER = "# Your answer here"
 SOLUTIONS_HEADING = "### Solutions"
 ANSWERS_HEADING = "### Your answers\nWrite your answer to each exercise above in the empty cell with its number."
+QUESTION, RUBRIC, WRITTEN = "written-analysis", "rubric", "written-answer"  # the written analysis's cell tags
+WRITTEN_ANSWER = "**Your written analysis:** *(double-click here and write a few sentences)*"
 PREPROCESSORS = (LockCells(), ClearSolutions(),
                  ClearOutput(remove_metadata_fields={"collapsed", "scrolled", "execution"}))
 
@@ -37,7 +41,7 @@ def _answer(solution: str) -> str:
 
 
 def student_version(nb):
-    """A copy of `nb` with every output, execution count, solution and the saved widget state removed."""
+    """A copy of `nb` with every output, execution count, solution, rubric and the saved widget state removed."""
     nb = copy.deepcopy(nb)
     nb.metadata.pop("widgets", None)  # the explorers' last drawings: outputs too
     for preprocessor in PREPROCESSORS:
@@ -46,6 +50,9 @@ def student_version(nb):
         if cell.cell_type == "markdown" and cell.source.startswith(SOLUTIONS_HEADING):
             cell.source = ANSWERS_HEADING
         tags = cell.metadata.get("tags", [])
+        if RUBRIC in tags:  # the instructor's: what a full answer mentions
+            cell.source = WRITTEN_ANSWER
+            cell.metadata["tags"] = [t for t in tags if t != RUBRIC] + [WRITTEN]
         if "solution" in tags:
             if not is_solution(cell):
                 cell.source = _answer(cell.source)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import matplotlib.text as mtext
 import numpy as np
 import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap
@@ -39,12 +40,20 @@ SEQUENTIAL_CMAP = "viridis"  # an ordered quantity that is not attention (layer,
 
 
 def use_style() -> None:
-    """The kit's figure style: readable on slides, light grid, no top/right spines."""
+    """The kit's figure style: readable on slides, light grid, no top/right spines; in a notebook, figures are shown
+    through `notebook_png`."""
     plt.rcParams.update({
         "figure.dpi": 100, "savefig.dpi": 100, "font.size": 11, "axes.titlesize": 12,
         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
         "legend.frameon": False, "figure.constrained_layout.use": True,
     })
+    from IPython import get_ipython
+    from matplotlib.figure import Figure
+
+    shell = get_ipython()
+    if shell is not None:  # in a notebook: record each figure's smallest text in its PNG
+        plt.switch_backend(plt.get_backend())  # load the backend now: loading it later resets the PNG formatter
+        shell.display_formatter.formatters["image/png"].for_type(Figure, notebook_png)
 
 
 def literal(text: str) -> str:
@@ -115,8 +124,9 @@ def plot_lines(enc: Encoded, layer: int, head: int, ax=None, start: int = 0, sto
     return ax
 
 
-def plot_model_grid(enc: Encoded, max_tokens: int = 40, size: float = 1.1):
-    """Thumbnail of every head: a layers x heads grid of heatmaps (layer 1 at the top)."""
+def plot_model_grid(enc: Encoded, max_tokens: int = 40, size: float = 0.85):
+    """Thumbnail of every head: a layers x heads grid of heatmaps (layer 1 at the top), `size` inches each (12
+    heads at the default: about 1,000 px wide, so that the book's column shrinks its 9 pt labels little)."""
     n_layers, n_heads = enc.attn.shape[:2]
     n = min(max_tokens, enc.n_tokens)
     fig, axes = plt.subplots(n_layers, n_heads, figsize=(size * n_heads, size * n_layers),
@@ -136,9 +146,11 @@ def plot_model_grid(enc: Encoded, max_tokens: int = 40, size: float = 1.1):
 
 
 def plot_heads(enc: Encoded, heads: Mapping[str, tuple[int, int]], kind: str = "map", width: float | None = None,
-               height: float = 5.4, **options):
-    """One panel per head of `heads` (panel title -> (layer, head), 1-indexed), side by side, on one input:
-    kind "map" draws `plot_head`, "lines" `plot_lines` (`options` go to it). Returns the Figure."""
+               height: float = 5.4, columns: int | None = None, **options):
+    """One panel per head of `heads` (panel title -> (layer, head), 1-indexed) on one input, in rows of `columns`
+    (default: at most 2 maps or 4 line panels a row, rows as even as possible, so that the figure stays about
+    10 in wide and its token labels readable in the book's column); `height` is one row's. kind "map" draws
+    `plot_head`, "lines" `plot_lines` (`options` go to it). Returns the Figure."""
     if kind not in ("map", "lines"):
         raise ValueError(f"kind must be 'map' or 'lines', not {kind!r}")
     if not heads:
@@ -146,10 +158,15 @@ def plot_heads(enc: Encoded, heads: Mapping[str, tuple[int, int]], kind: str = "
     for layer, head in heads.values():
         check_head(layer, head, *enc.attn.shape[:2])
     draw = plot_head if kind == "map" else plot_lines
-    width = width or (4.6 if kind == "map" else 3.4) * len(heads)
-    fig, axes = plt.subplots(1, len(heads), figsize=(width, height), squeeze=False)
-    for ax, (title, (layer, head)) in zip(axes[0], heads.items()):
+    widest = 2 if kind == "map" else 4
+    columns = columns or -(-len(heads) // -(-len(heads) // widest))  # n rows of at most `widest`, evened out
+    rows = -(-len(heads) // columns)
+    width = width or (5.0 if kind == "map" else 2.6) * columns
+    fig, axes = plt.subplots(rows, columns, figsize=(width, height * rows), squeeze=False)
+    for ax, (title, (layer, head)) in zip(axes.ravel(), heads.items()):
         draw(enc, layer, head, ax=ax, title=title, **options)
+    for ax in axes.ravel()[len(heads):]:
+        ax.set_axis_off()
     return fig
 
 
@@ -171,7 +188,7 @@ def plot_by_layer(stats: pd.DataFrame, columns: Sequence[str], ax=None, title: s
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(loc="best", fontsize=9)
+    ax.legend(loc="best", fontsize=10)
     return ax
 
 
@@ -225,6 +242,49 @@ def head_figure(enc: Encoded, layer: int, head: int, max_tokens: int | None = 40
     return fig
 
 
+BOOK_COLUMN_PX = 757  # the book's text column (sphinx-book-theme in a 1366 px window): wider figures shrink to it
+WIDEST_PX = 1400  # a notebook figure's widest (at the inline backend's 100 dpi, cropped to what is drawn)
+SMALLEST_TEXT_PX = 8  # the smallest text a reader can read, once the column has shrunk the figure
+
+
+SMALLEST_TEXT_KEY = "Smallest text pt"  # the PNG text chunk where a notebook figure records its smallest text
+
+
+def smallest_text_pt(fig) -> float:
+    """The size in points of the smallest visible, non-empty text in `fig` (inf when it has none)."""
+    sizes = [text.get_fontsize() for text in fig.findobj(lambda artist: isinstance(artist, mtext.Text))
+             if text.get_visible() and text.get_text().strip()]
+    return min(sizes, default=float("inf"))
+
+
+def readability(width_px: float, smallest_pt: float, dpi: float = 100, column_px: int = BOOK_COLUMN_PX,
+                widest_px: int = WIDEST_PX, smallest_px: float = SMALLEST_TEXT_PX) -> list[str]:
+    """What a reader could not read in a figure `width_px` wide (as the notebook shows it, at `dpi`) whose smallest
+    text is `smallest_pt`: wider than `widest_px`, or text under `smallest_px` once the book's column shrinks the
+    figure to `column_px`. [] when readable."""
+    problems = [f"{width_px:.0f} px wide, more than {widest_px}"] if width_px > widest_px else []
+    shown = smallest_pt * dpi / 72 * min(1.0, column_px / width_px)
+    if shown < smallest_px:
+        problems.append(f"{smallest_pt:g} pt text is {shown:.1f} px in the book's {column_px} px column, under "
+                        f"{smallest_px}")
+    return problems
+
+
+def unreadable(fig) -> list[str]:
+    """`readability` of `fig` as a notebook shows it: cropped to what is drawn, at the figure's dpi."""
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    return readability(fig.get_tightbbox(renderer).width * fig.dpi, smallest_text_pt(fig), fig.dpi)
+
+
+def notebook_png(fig) -> str | None:
+    """The inline backend's PNG of `fig` (base64, cropped to what is drawn), with its smallest text recorded under
+    `SMALLEST_TEXT_KEY` so that a test can check the committed figure's readability."""
+    from IPython.core.pylabtools import print_figure
+
+    return print_figure(fig, fmt="png", base64=True, metadata={SMALLEST_TEXT_KEY: f"{smallest_text_pt(fig):g}"})
+
+
 EXPORT_FORMATS = ("png", "svg", "pdf")
 
 
@@ -247,6 +307,6 @@ def figure_png(fig) -> bytes:
     import io
 
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
+    fig.savefig(buffer, format="png", metadata={SMALLEST_TEXT_KEY: f"{smallest_text_pt(fig):g}"})
     plt.close(fig)
     return buffer.getvalue()

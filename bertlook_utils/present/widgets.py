@@ -10,7 +10,10 @@ explorer redraws into an `ipywidgets.Output` (its `outputs` are replaced by a PN
 holds the figure).
 
 An explorer is displayed as one output holding the live widget and, as a fallback, a PNG of its first view:
-JupyterLab shows only the live widget; a page or book that cannot render widgets shows the PNG.
+JupyterLab shows only the live widget; a page or book that cannot render widgets shows the PNG. A page that renders
+the saved widget state has no kernel behind it: `tools.widget_state.snapshot` disables the saved controls, shows the
+parts marked SNAPSHOT_ONLY (the note "snapshot — open in Jupyter to explore"; the gallery's strip of maps) and hides
+those marked LIVE_ONLY; a kernel re-creates the explorer live, without the note.
 """
 from __future__ import annotations
 
@@ -23,12 +26,17 @@ import ipywidgets as widgets
 import numpy as np
 
 from . import figures, viz
+from .figures.kovaleva import pattern_gallery
 from ..analyses.clustering import BEHAVIOUR_NAMES, ClusterResult
 from ..core.conventions import check_head, head_label
 from ..core.models import Encoded
 from ..analyses.syntax import HeadScores, accuracy_frame
 
 PREVIEW_CHARS = 48
+SNAPSHOT_NOTE = "snapshot — open in Jupyter to explore"
+NOTE_STYLE = "background: #fff4d6; border: 1px solid #d9b64c; border-radius: 4px; padding: 1px 8px; font-style: italic"
+SNAPSHOT_ONLY = "bertlook-snapshot-only"  # CSS classes that tools.widget_state.snapshot reads: shown without a kernel
+LIVE_ONLY = "bertlook-live-only"  # ... and hidden without one
 READABLE_TOKENS = 32  # token labels of a 5-inch map stay at 8 pt up to this many tokens
 
 
@@ -59,6 +67,14 @@ def _check_examples(examples: Sequence[Encoded]) -> list[Encoded]:
     return examples
 
 
+def _marked(widget: widgets.DOMWidget, mark: str) -> widgets.DOMWidget:
+    """`widget` with the CSS class `mark`; a SNAPSHOT_ONLY widget is hidden while a kernel drives it."""
+    widget.add_class(mark)
+    if mark == SNAPSHOT_ONLY:
+        widget.layout.display = "none"
+    return widget
+
+
 def _png_output(png: bytes, text: str) -> dict:
     """An nbformat display_data output holding a PNG (what an Output widget stores)."""
     return {"output_type": "display_data", "metadata": {},
@@ -70,25 +86,35 @@ class Explorer:
 
     `redraw()` draws the current selection into `output` (and counts it in `draws`); every control in
     `controls` redraws when its value changes. `png` holds the last picture drawn. The layout carries the
-    CSS class `css_class` (e.g. "bertlook-head-explorer"), for styling and browser tests."""
+    CSS class `css_class` (e.g. "bertlook-head-explorer"), for styling and browser tests. Its first child is
+    `note` (SNAPSHOT_NOTE, hidden while live); given a `static` figure (what a page without a kernel shows in
+    place of the controls and their drawing), that figure is the fallback PNG too."""
 
     css_class = "bertlook-explorer"
 
     def __init__(self, controls: dict[str, widgets.Widget], draw: Callable[[], object], describe: Callable[[], str],
-                 snapshot: bool = True):
+                 snapshot: bool = True, static=None):
         self.controls = controls
         self.output = widgets.Output()
         self.draws = 0
         self.png = b""
         self.snapshot = snapshot
         self._draw, self._describe = draw, describe
-        self.widget = widgets.VBox([widgets.HBox(list(controls.values())), self.output])
+        self.note = _marked(widgets.HTML(f'<span style="{NOTE_STYLE}">{SNAPSHOT_NOTE}</span>'), SNAPSHOT_ONLY)
+        self.note.add_class("bertlook-snapshot-note")
+        parts = [self.note, widgets.HBox(list(controls.values())), self.output]
+        if static is not None:
+            static_png = viz.figure_png(static)
+            still = widgets.Output(outputs=(_png_output(static_png, "every map, without a kernel"),))
+            parts = [self.note, _marked(still, SNAPSHOT_ONLY)] + [_marked(part, LIVE_ONLY) for part in parts[1:]]
+        self.widget = widgets.VBox(parts)
         self.widget.add_class("bertlook-explorer")
         self.widget.add_class(self.css_class)
         for control in controls.values():
             control.observe(self.redraw, names="value")
         self.redraw()
-        self._first_png, self._first_text = self.png, self._describe()
+        self._first_png = self.png if static is None else static_png
+        self._first_text = self._describe()
 
     def redraw(self, change=None) -> None:
         """Draw the current selection into the Output (replacing what it held)."""
@@ -128,7 +154,8 @@ class _OwnText:
                                 continuous_update=False, layout=widgets.Layout(width="36em"))
         self.message = widgets.Label()
         self.box.observe(lambda change: self.add(change["new"]), names="value")
-        explorer.widget.children = (widgets.HBox([self.box, self.message]), *explorer.widget.children)
+        note, *rest = explorer.widget.children
+        explorer.widget.children = (note, widgets.HBox([self.box, self.message]), *rest)
 
     def add(self, text: str) -> Encoded | None:
         """Encode `text` and show it; None (and a message) when it is empty, too long or refused by the encoder."""
@@ -224,7 +251,8 @@ def grid_explorer(examples: Sequence[Encoded], max_tokens: int = 40, snapshot: b
 
 
 class GalleryExplorer(Explorer):
-    """A group menu (e.g. attention patterns) and a slider over that group's maps (`viz.plot_head`).
+    """A group menu (e.g. attention patterns) and a slider over that group's maps (`viz.plot_head`); without a
+    kernel, a still of every group's shortest maps (`figures.kovaleva.pattern_gallery`) in their place.
 
     items: (group, Encoded, layer, head, caption) with layer and head 1-indexed."""
 
@@ -243,7 +271,8 @@ class GalleryExplorer(Explorer):
         self.index = widgets.IntSlider(value=1, min=1, max=len(self._members()), description="map",
                                        continuous_update=False)
         self.group.observe(self._resize, names="value")
-        super().__init__({"group": self.group, "index": self.index}, self._figure, self._text, snapshot)
+        super().__init__({"group": self.group, "index": self.index}, self._figure, self._text, snapshot,
+                         static=pattern_gallery(self.items))
 
     def _members(self) -> list:
         return [item for item in self.items if item[0] == self.group.value]
@@ -320,7 +349,7 @@ def cluster_explorer(result: ClusterResult, max_tokens: int = 40, snapshot: bool
     def draw():
         index = head_menu.value
         layer, head = divmod(index, result.n_heads)
-        fig = Figure(figsize=(12, 5.6), layout="constrained")
+        fig = Figure(figsize=(10.4, 5.6), layout="constrained")
         left, right = fig.subplots(1, 2, width_ratios=[1, 1.05])
         figures.mds_map(result, "behaviour", ax=left, highlight=index, annotate=False, title="heads by behaviour")
         broad = heads["behaviour"].iloc[index] == "broad"  # colours up to its 99th percentile, else blank

@@ -64,7 +64,7 @@ EXERCISES = (
              _surface_cases, _surface_real,
              (Mistake("prev and next are swapped: the previous token of row i is column i - 1, the diagonal BELOW "
                       "the main one", lambda a, t: _surface(a, t, swap=True)),
-              Mistake("divide prev / next by n, the number of rows (Clark et al.'s convention), not by n - 1 pairs",
+              Mistake("divide prev and next by n, the number of rows (Clark et al.'s convention), not by n - 1 pairs",
                       lambda a, t: _surface(a, t, divide_by_pairs=True)),
               Mistake("sep must count every [SEP] of a pair",
                       lambda a, t: _surface(a, t, last_sep_only=True)))),

@@ -13,7 +13,9 @@ import pandas as pd
 
 from ...analyses import syntax
 from ...data import parsecheck
+from ...core.models import Encoded
 from ...present import paper
+from ...present.viz import head_map
 
 WIDE_GAIN = 10  # points over the best offset: "far ahead of the baseline" above this
 SMALL_GAIN = 5  # "little or no gain" below this; "modest" in between (both ends included)
@@ -266,3 +268,13 @@ def differences(heads: pd.DataFrame, baseline: pd.DataFrame, n_layers: int, n_he
         paper_layers_min=int(paper_layers.min()), paper_layers_max=int(paper_layers.max()),
         paper_layers_median=float(np.median(paper_layers)),
         far_vs_paper=tuple((r, float(table.loc[r, "acc."]), float(theirs.loc[r, "accuracy"])) for r in far))
+
+
+# -- the BertViz example ------------------------------------------------------------------------------
+def strongest_targets(enc: Encoded, layer: int, head: int, token: str, k: int = 2) -> tuple[str, ...]:
+    """The `k` tokens that the first `token` of `enc` sends most attention to in head `layer`-`head`
+    (1-indexed), strongest first: what a reader hovering over it in BertViz sees as its thickest lines."""
+    if token not in enc.tokens:
+        raise ValueError(f"token {token!r} is not in the input: {enc.tokens}")
+    row = head_map(enc, layer, head)[enc.tokens.index(token)]  # [n_tokens]
+    return tuple(enc.tokens[i] for i in np.argsort(-row, kind="stable")[:k])

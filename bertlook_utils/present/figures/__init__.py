@@ -13,7 +13,8 @@ from .clark import (  # noqa: F401
     relation_heads, sink_ablation, sink_gradient_by_head, table1, table2, value_norms, weight_against_accuracy)
 from .kovaleva import (  # noqa: F401
     cls_by_type, confusions, disabling_scan, finetuning_loss, held_out_disabling, map_similarity, pattern_examples,
-    pattern_features, pattern_share_estimates, pattern_shares, relation_scores, special_by_layer, stripe_types)
+    pattern_features, pattern_gallery, pattern_share_estimates, pattern_shares, relation_scores, special_by_layer,
+    stripe_types)
 from .later import (  # noqa: F401
     context_mixing, effective_sinks, explanation_correlations, flow_seconds, head_importance, norm_shares,
     null_space_twin, pattern_removal, pruning_curves, rollout_and_flow, weight_against_norm, word_scores)

@@ -39,7 +39,7 @@ def attention_and_gradient(result: GradientResult):
     tokens (left) and the mean |∂L/∂α| per weight to them (right, log scale), with 95 % intervals over inputs."""
     layers = result.by_layer()
     n_layers = int(layers["layer"].max())
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, value, label in ((axes[0], "attention", "attention mass"),
                              (axes[1], "gradient", "mean |∂L/∂α| per weight")):
         for category in CATEGORIES:
@@ -51,7 +51,7 @@ def attention_and_gradient(result: GradientResult):
     axes[0].set_title("where the attention goes")
     axes[1].set_title(f"gradient importance ({result.objective})")
     axes[1].set_yscale("log")
-    axes[0].legend(fontsize=9)
+    axes[0].legend(fontsize=10)
     return fig
 
 
@@ -79,7 +79,7 @@ def sink_ablation(ablation: AblationResult, distance: str = "pooled_distance"):
     per_layer = summary[summary["scope"] == "layer"]
     styles = {("sink", "all"): ("-", "o"), ("sink", "matched"): ("--", "s"), ("random", "matched"): (":", "^")}
     colours = {"sink": PALETTE["cls"], "random": PALETTE["other"]}
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, mode in zip(axes, ("renormalise", "uniform")):
         for (source, amount), (line, marker) in styles.items():
             rows = per_layer[(per_layer["source"] == source) & (per_layer["amount"] == amount)
@@ -89,9 +89,9 @@ def sink_ablation(ablation: AblationResult, distance: str = "pooled_distance"):
                         label=f"{source} tokens, {amount} mass")
         ax.axhline(ablation.reference, ls="--", color=PALETTE["uniform"], lw=1, label="two different segments")
         ax.set(yscale="log", xlabel="edited layer (all heads)", xticks=sorted(per_layer["layer"].unique()),
-               title=f"moved mass given to ordinary tokens: {mode}")
+               title=f"moved mass given to ordinary tokens:\n{mode}")
     axes[0].set_ylabel("pooled-embedding cosine distance")
-    axes[0].legend(fontsize=8, loc="lower center")
+    axes[0].legend(fontsize=9, loc="lower center")
     return fig
 
 
@@ -130,13 +130,13 @@ def entropy_by_layer(entropy: pd.DataFrame):
     """Clark et al. Fig 4: each head's mean entropy and the entropy of [CLS]'s attention, by layer, with the
     entropy of uniform attention (dashed)."""
     uniform = float(entropy["uniform"].mean())
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     plot_by_layer(entropy, ["entropy"], ax=axes[0], ylabel="entropy (nats)", title="attention entropy per head")
     plot_by_layer(entropy, ["cls_entropy"], ax=axes[1], ylabel="entropy (nats)", title="entropy of [CLS] attention")
     for ax in axes:
         ax.axhline(uniform, ls="--", color=PALETTE["uniform"], label="uniform")
         ax.set_ylim(0, uniform + 0.3)
-        ax.legend(fontsize=9)
+        ax.legend(fontsize=10)
     return fig
 
 
@@ -209,7 +209,8 @@ def relation_heads(examples: Sequence[ParsedAttention], heads: Sequence[tuple[st
     for example, (_, layer, head, _) in zip(examples, heads):
         check_head(layer, head, *example.word_attn.shape[:2])
     rows = -(-len(heads) // columns)
-    fig, axes = plt.subplots(rows, 2 * columns, figsize=(7 * columns, 4 * rows), squeeze=False)
+    words = min(30, max(len(example.words) for example in examples))  # relation_head's max_words
+    fig, axes = plt.subplots(rows, 2 * columns, figsize=(5.6 * columns, (0.24 * words + 1.1) * rows), squeeze=False)
     for example, (relation, layer, head, direction), pair in zip(examples, heads, axes.reshape(-1, 2)):
         relation_head(example, layer, head, relation, direction, axes=pair)
     for ax in axes.reshape(-1)[2 * len(heads):]:
@@ -287,7 +288,7 @@ def antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, title:
     grid = np.full((len(rows), len(mentions)), np.nan)
     for r, i in enumerate(rows):
         grid[r, :i] = head_map[heads[i], heads[:i]]
-    ax = ax or plt.subplots(figsize=(0.42 * len(mentions) + 2.5, 0.34 * len(rows) + 2))[1]
+    ax = ax or plt.subplots(figsize=(0.27 * len(mentions) + 2.5, 0.3 * len(rows) + 2))[1]
     vmax = np.nanmax(grid) if np.isfinite(grid).any() else 1
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=ATTENTION_CMAP, vmin=0, vmax=vmax, aspect="auto",
                       interpolation="nearest")
@@ -302,8 +303,8 @@ def antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, title:
         text = passage.mention_text(j)
         return literal(text if len(text) <= max_label else text[: max_label - 1] + "…")
 
-    ax.set_xticks(range(len(mentions)), [f"{short(j)} ({j})" for j in range(len(mentions))], rotation=90, fontsize=8)
-    ax.set_yticks(range(len(rows)), [f"({i}) {short(i)}" for i in rows], fontsize=8)
+    ax.set_xticks(range(len(mentions)), [f"{short(j)} ({j})" for j in range(len(mentions))], rotation=90, fontsize=9)
+    ax.set_yticks(range(len(rows)), [f"({i}) {short(i)}" for i in rows], fontsize=9)
     ax.set_xlabel("earlier mention (its head word)")
     ax.set_ylabel("coreferent mention")
     ax.grid(False)
@@ -313,11 +314,13 @@ def antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, title:
 
 
 def table2(result: CorefResult, title: str | None = None):
-    """Table 2 as bars, one panel per mention type: the paper's accuracy and this run's (held-out half,
+    """Table 2 as bars, one panel per mention type (two a row): the paper's accuracy and this run's (held-out half,
     95 % bootstrap interval) for every system; the paper's head 5-4 beside this run's best head under each
     reading of the argmax (earlier mentions' head words; every earlier word), the paper's neural system
     (Wiseman et al. 2015) alone. Returns the Figure."""
-    fig, axes = plt.subplots(1, len(MENTION_TYPES), figsize=(14, 4.4), sharey=True, layout="constrained")
+    rows = -(-len(MENTION_TYPES) // 2)
+    fig, axes = plt.subplots(rows, 2, figsize=(10, 3.4 * rows + 0.8), sharey=True, layout="constrained")
+    axes = axes.ravel()
     ours = result.table.set_index(["system", "type"])
     best = result.readings.set_index("reading")
     heads = {r: best_head_label((int(best.loc[r, "layer"]), int(best.loc[r, "head"])), r)
@@ -339,12 +342,15 @@ def table2(result: CorefResult, title: str | None = None):
         ax.bar(x + 0.2, mine[:, 0], 0.4, color=PALETTE["run"], yerr=[mine[:, 0] - mine[:, 1], mine[:, 2] - mine[:, 0]],
                capsize=2, label="this run: the kit's stories, held-out half (best head per reading, chosen on the "
                                 "selection half)")
-        ax.set_xticks(x, names, fontsize=8)
+        ax.set_xticks(x, names, fontsize=9)
         ax.set_ylim(0, 100)
         ax.set_title(t)
-    axes[0].set_ylabel("antecedent selection accuracy (%)")
+    for ax in axes[len(MENTION_TYPES):]:
+        ax.set_axis_off()
+    for ax in axes[::2]:
+        ax.set_ylabel("antecedent selection\naccuracy (%)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9)
+    fig.legend(handles, labels, loc="outside lower center", ncol=1, fontsize=10)
     if title:
         fig.suptitle(title)
     return fig
@@ -374,7 +380,7 @@ PROBE_COLOURS = {Model.DISTANCES: PALETTE["other"], Model.ATTENTION: PALETTE["pr
 def probe_curves(results: ProbeResults):
     """Held-out UAS (argmax) and training loss per epoch of every trained probe (dashed: on the randomly
     initialised model), with right-branching as a floor."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for model, curve in results.curves.groupby("model", sort=False):
         pretrained = RANDOM_INIT.get(model, model)
         style = dict(color=PROBE_COLOURS[pretrained], ls="--" if model != pretrained else "-", marker="o", ms=3,
@@ -385,17 +391,18 @@ def probe_curves(results: ProbeResults):
     axes[0].axhline(right, ls=":", color=PALETTE["uniform"], label=Model.RIGHT_BRANCHING)
     axes[0].set(xlabel="epoch", ylabel="held-out UAS (%)", title="held-out UAS (argmax)", ylim=(0, 100))
     axes[1].set(xlabel="epoch", ylabel="cross-entropy (nats per word)", title="training loss")
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=9)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=10)
     return fig
 
 
 def probe_weights(results: ProbeResults):
-    """The attention-only probe's weight of every map, one panel per direction (diverging colours), with the
+    """The attention-only probe's weight of every map, one panel per direction, one above the other (diverging
+    colours), with the
     best map of each relation in notebook 04's sense boxed and named."""
     best = results.best_heads[results.best_heads["relation"] != "all"]
     limit = float(np.abs(results.weights).max())
-    n_layers = results.weights.shape[1]
-    fig, axes = plt.subplots(1, 2, figsize=(15, 0.8 * n_layers + 1.4), sharey=True)
+    n_layers, n_heads = results.weights.shape[1:3]
+    fig, axes = plt.subplots(2, 1, figsize=(0.6 * n_heads + 2, 2 * (0.6 * n_layers + 1.2)), sharex=True)
     for ax, d, direction in zip(axes, range(2), DIRECTIONS):
         marked = best[best["direction"] == direction].groupby(["layer", "head"])["relation"].apply(list)
         notes = {key: "\n".join(r if len(r) <= 3 else r[:2] + [f"+{len(r) - 2} more"]) for key, r in marked.items()}
@@ -418,19 +425,42 @@ def weight_against_accuracy(results: ProbeResults):
 
 
 # -- 07: clustering -----------------------------------------------------------------------------------
+def _labels_apart(ax, points: np.ndarray, labels: Sequence[str], fontsize: float = 9) -> None:
+    """Write each label beside its point [k, 2] at the first of a few places, nearest first, where its box
+    overlaps no label written before (the last place tried when none is free)."""
+    renderer = ax.figure.canvas.get_renderer()
+    ax.figure.draw(renderer)  # the final layout, so that the boxes measured below are the drawn ones
+    places = [(dx * r, dy * r, "left" if dx > 0 else "right" if dx < 0 else "center",
+               "bottom" if dy > 0 else "top" if dy < 0 else "center")
+              for r in (1, 2.5) for dx, dy in ((4, 2), (-4, 2), (4, -2), (-4, -2), (0, 4), (0, -4))]
+    written = []
+    for (x, y), label in zip(points, labels):
+        for dx, dy, ha, va in places:
+            note = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                               fontsize=fontsize, in_layout=False)  # in_layout: labels never move the axes
+            box = note.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in written) or (dx, dy) == places[-1][:2]:
+                written.append(box)
+                break
+            note.remove()
+
+
 def mds_map(result: ClusterResult, colour_by: str = "behaviour", ax=None, highlight: int | None = None,
-            annotate: bool = True, title: str | None = None):
-    """Clark et al. Fig 6: one dot per head at its MDS position, coloured by behaviour, by layer, or by a
-    numeric column of `result.heads` (e.g. "entropy", with a colour bar). highlight: a head index to ring."""
-    ax = ax or plt.subplots(figsize=(6, 5.5))[1]
+            annotate: bool | Sequence[str] = True, title: str | None = None):
+    """Clark et al. Fig 6: one dot per head at its MDS position, coloured by behaviour (heads of no behaviour,
+    "other", small and pale), by layer, or by a numeric column of `result.heads` (e.g. "entropy", with a colour
+    bar). annotate: True labels the heads that have a behaviour, a list labels those heads ("layer-head"), each
+    label where it overlaps no other; highlight: a head index to ring. The legend sits right of the map."""
+    ax = ax or plt.subplots(figsize=(7.5, 5.5))[1]
     heads = result.heads
     if colour_by == "behaviour":
         for name in BEHAVIOURS:
             chosen = heads[heads["behaviour"] == name]
             if len(chosen):
-                ax.scatter(chosen["x"], chosen["y"], s=46, color=PALETTE.get(name, PALETTE["other"]),
-                           alpha=0.9 if name != "other" else 0.45, label=f"{BEHAVIOUR_NAMES[name]} ({len(chosen)})",
-                           edgecolors="white", linewidths=0.5)
+                other = name == "other"
+                ax.scatter(chosen["x"], chosen["y"], s=22 if other else 60, zorder=1 if other else 3,
+                           color="#cccccc" if other else PALETTE.get(name, PALETTE["other"]),
+                           label=f"{BEHAVIOUR_NAMES[name]} ({len(chosen)})", edgecolors="white", linewidths=0.5)
     elif colour_by == "layer":
         shades = plt.get_cmap(SEQUENTIAL_CMAP)(np.linspace(0, 0.85, result.n_layers))  # no pale yellow on white
         for layer in range(1, result.n_layers + 1):
@@ -443,17 +473,17 @@ def mds_map(result: ClusterResult, colour_by: str = "behaviour", ax=None, highli
     else:
         raise ValueError(f"colour_by must be 'behaviour', 'layer' or a numeric column of result.heads, "
                          f"not {colour_by!r}")
-    if annotate:
-        for _, row in heads.iterrows():
-            ax.annotate(row["label"], (row["x"], row["y"]), fontsize=8, alpha=0.7, xytext=(3, 2),
-                        textcoords="offset points")
     if highlight is not None:
         row = heads.iloc[highlight]
         ax.scatter([row["x"]], [row["y"]], s=260, facecolors="none", edgecolors="black", linewidths=2)
     ax.set(xticks=[], yticks=[], xlabel="MDS 1", ylabel="MDS 2", title=title or f"heads by {colour_by}")
     ax.set_aspect("equal", adjustable="datalim")
     if colour_by in ("behaviour", "layer"):
-        ax.legend(fontsize=8, loc="best", ncol=1 if colour_by == "behaviour" else 2, markerscale=0.8)
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0), markerscale=0.8,
+                  title="behaviour" if colour_by == "behaviour" else None, title_fontsize=9)
+    if annotate is not False:
+        shown = heads[heads["behaviour"] != "other"] if annotate is True else heads[heads["label"].isin(annotate)]
+        _labels_apart(ax, shown[["x", "y"]].to_numpy(), shown["label"].tolist())
     return ax
 
 
@@ -488,7 +518,7 @@ def aligned_maps(result: ClusterResult, other: ClusterResult, ax=None, names: tu
         mask = behaviour == name
         if mask.any():
             colour = PALETTE.get(name, PALETTE["other"])
-            alpha = 0.9 if name != "other" else 0.5  # as in mds_map
+            alpha = 0.9 if name != "other" else 0.5  # heads of no behaviour faded
             ax.scatter(*first[mask].T, color=colour, s=40, alpha=alpha, label=BEHAVIOUR_NAMES[name])
             ax.scatter(*second[mask].T, facecolors="none", edgecolors=colour, s=40, alpha=alpha)
     ax.set(xticks=[], yticks=[], title="the two maps aligned (Procrustes); lines join each head's two places")
@@ -502,7 +532,7 @@ def permutation_tests(tests: Mapping[str, GroupTest | None]):
     between/within distance ratio of every shuffled labelling, and the observed one."""
     ncols = min(len(tests), 2 if len(tests) % 2 == 0 else 3)
     nrows = -(-len(tests) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(6 * ncols, 3.4 * nrows), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.4 * nrows), squeeze=False, layout="constrained")
     for ax in axes.ravel()[len(tests):]:
         ax.set_axis_off()
     for ax, (name, test) in zip(axes.ravel(), tests.items()):

@@ -16,12 +16,14 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.colors import PowerNorm
 
 from ...analyses.attribution import METHODS as ATTRIBUTION_METHODS, Explanation
 from ...analyses.norms import NormResult
 from ...analyses.gradients import CATEGORIES
 from ..viz import (ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, PATTERN_COLOURS, SEQUENTIAL_CMAP,
                    heatmap_by_head, literal)
+from .kovaleva import _legend_below
 
 
 # -- 10: beyond attention weights ----------------------------------------------------------------------
@@ -30,7 +32,7 @@ def norm_shares(result: NormResult):
     other tokens (stacked), by weight, by norm, and by norm with the residual and LayerNorm (context j ≠ i only);
     `norms.NormResult.by_layer`."""
     table = result.by_layer()
-    fig, axes = plt.subplots(1, len(table.columns), figsize=(4.2 * len(table.columns) + 1.2, 3.6), sharey=True)
+    fig, axes = plt.subplots(1, len(table.columns), figsize=(3.6 * len(table.columns) + 0.6, 4.0), sharey=True)
     for ax, measure in zip(axes, table.columns):
         shares = table[measure].unstack("category")[list(CATEGORIES)]
         bottom = np.zeros(len(shares))
@@ -40,7 +42,7 @@ def norm_shares(result: NormResult):
             bottom += shares[category].to_numpy()
         ax.set(title=measure, xlabel="layer", xticks=list(shares.index))
     axes[0].set_ylabel("share of each row's contribution")
-    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    _legend_below(fig, ncol=len(CATEGORIES))
     return fig
 
 
@@ -73,19 +75,20 @@ def context_mixing(mixing: pd.DataFrame):
 
 def null_space_twin(attn: np.ndarray, twin: np.ndarray, tokens: Sequence[str], title: str = ""):
     """Brunner et al.: one head's map, a different map with the same output (`identifiability.null_space_twin`),
-    and their difference."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    and their difference; attn, twin [n, n] (readable in the book's column up to about 20 tokens)."""
+    fig, axes = plt.subplots(1, 3, figsize=(0.48 * len(tokens) + 2.4, 0.16 * len(tokens) + 1.4), sharey=True)
     labels = [literal(token) for token in tokens]
     limit = float(np.abs(twin - attn).max())
     for ax, values, name, cmap, low, high in ((axes[0], attn, "the head's map", ATTENTION_CMAP, 0, 1),
                                               (axes[1], twin, "another map, same output", ATTENTION_CMAP, 0, 1),
                                               (axes[2], twin - attn, "difference", DIVERGING_CMAP, -limit, limit)):
         image = ax.imshow(values, cmap=cmap, vmin=low, vmax=high)
-        ax.set_xticks(range(len(tokens)), labels, rotation=90, fontsize=8)
-        ax.set_yticks(range(len(tokens)), labels, fontsize=8)
-        ax.set_title(name)
+        ax.set_xticks(range(len(tokens)), labels, rotation=90, fontsize=10)
+        ax.set_title(name, fontsize=11)
         ax.grid(False)
-        fig.colorbar(image, ax=ax, shrink=0.75)
+        if ax is not axes[0]:  # one colour bar for the two maps (both 0 to 1), one for the difference
+            fig.colorbar(image, ax=ax, shrink=0.75, label="attention" if ax is axes[1] else "twin − map")
+    axes[0].set_yticks(range(len(tokens)), labels, fontsize=10)
     if title:
         fig.suptitle(title)
     return fig
@@ -118,19 +121,22 @@ def flow_seconds(timing: pd.DataFrame, limit: float | None = None):
     return fig
 
 
-def word_scores(explanation: Explanation, methods: Sequence[str] = ATTRIBUTION_METHODS + ("leave_one_out",)):
+def word_scores(explanation: Explanation, labels: Sequence[str] | None = None,
+                methods: Sequence[str] = ATTRIBUTION_METHODS + ("leave_one_out",)):
     """One input's words scored by each method (`attribution.explain`), each row scaled to its largest absolute
-    value (a diverging colour: leave-one-out and gradient × input can be negative)."""
+    value (a diverging colour: leave-one-out and gradient × input can be negative); `labels`: the task's class names
+    (`TaskData.labels`), for the predicted class in the title."""
     scores = explanation.scores
     values = np.stack([scores[m].to_numpy() / max(float(np.nanmax(np.abs(scores[m]))), 1e-12) for m in methods])
-    fig, ax = plt.subplots(figsize=(0.42 * len(scores) + 2.5, 0.45 * len(methods) + 1.6))
+    fig, ax = plt.subplots(figsize=(0.3 * len(scores) + 2.8, 0.4 * len(methods) + 1.8))
     image = ax.imshow(values, cmap=DIVERGING_CMAP, vmin=-1, vmax=1, aspect="auto")
-    ax.set_xticks(range(len(scores)), [literal(word) for word in scores["word"]], rotation=60, ha="right", fontsize=8)
+    ax.set_xticks(range(len(scores)), [literal(word) for word in scores["word"]], rotation=60, ha="right",
+                  rotation_mode="anchor", fontsize=10)
     ax.set_yticks(range(len(methods)), [m.replace("_", " ") for m in methods])
     ax.grid(False)
     fig.colorbar(image, ax=ax, shrink=0.8, label="score ÷ largest |score|")
-    ax.set_title(f"predicted label {explanation.predicted} (p = {explanation.probability:.2f}): "
-                 "what each method credits")
+    predicted = f'"{labels[explanation.predicted]}"' if labels else f"label {explanation.predicted}"
+    ax.set_title(f"predicted {predicted} (p = {explanation.probability:.2f}): what each method credits")
     return fig
 
 
@@ -161,10 +167,12 @@ def head_importance(importances: Mapping[str, pd.DataFrame], column: str = "norm
     """Michel et al.'s head importance (`importance.head_importance`), one heatmap per task: `column`
     "normalised" (divided by each layer's ℓ2 norm, the pruning order's scores) or "importance" (raw)."""
     title = {"normalised": "|∂L/∂ξ|, normalised per layer", "importance": "mean |∂L/∂ξ|"}[column]
-    fig, axes = plt.subplots(1, len(importances), figsize=(7.2 * len(importances), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(importances), figsize=(3.9 * len(importances), 3.4), squeeze=False)
     for ax, (name, frame) in zip(axes[0], importances.items()):
         values = frame.pivot(index="layer", columns="head", values=column).to_numpy()
-        heatmap_by_head(values, ax, f"{name}: {title}", fmt=None, colorbar="importance")
+        heatmap_by_head(values, ax, name, fmt=None, colorbar="importance")
+        ax.set_xticks(range(1, values.shape[1], 2), range(2, values.shape[1] + 1, 2))  # every other head
+    fig.suptitle(f"head importance {title}")
     return fig
 
 
@@ -172,7 +180,7 @@ def pruning_curves(curves: Mapping[str, pd.DataFrame]):
     """Accuracy against the share of heads removed (`importance.pruning_curves(...).frame`), one panel per task:
     least important first, normalised per layer and raw (lines), random orders (5-95 % of them shaded, their
     mean dashed)."""
-    fig, axes = plt.subplots(1, len(curves), figsize=(4.4 * len(curves) + 1.5, 3.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(curves), figsize=(3.6 * len(curves) + 0.6, 4.0), sharey=True, squeeze=False)
     for ax, (name, frame) in zip(axes[0], curves.items()):
         random = frame[frame["order"].str.startswith("random")].groupby("share")["accuracy"]
         n = frame.loc[frame["order"].str.startswith("random"), "order"].nunique()
@@ -186,7 +194,7 @@ def pruning_curves(curves: Mapping[str, pd.DataFrame]):
                     alpha=1 if order == "importance" else 0.6)
         ax.set(title=name, xlabel="share of heads removed")
     axes[0, 0].set_ylabel("accuracy (evaluation half)")
-    axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    _legend_below(fig, ncol=2)
     return fig
 
 
@@ -194,7 +202,7 @@ def pattern_removal(tables: Mapping[str, pd.DataFrame]):
     """Accuracy with every head of one dominant Kovaleva pattern removed (bars) against random sets of as many
     heads matched by layer (mean, with their 5-95 % as a range), and, where measured, with only those heads'
     [CLS] column removed (open circle), one panel per task (`importance.pattern_removal`)."""
-    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables) + 1.5, 3.8), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(tables), figsize=(3.6 * len(tables) + 0.6, 4.0), sharey=True, squeeze=False)
     for ax, (name, frame) in zip(axes[0], tables.items()):
         x = np.arange(len(frame))
         ax.bar(x, frame["accuracy"], color=[PATTERN_COLOURS.get(k, PALETTE["other"]) for k in frame["kind"]],
@@ -206,25 +214,30 @@ def pattern_removal(tables: Mapping[str, pd.DataFrame]):
         ax.plot(x[drained], frame.loc[drained, "cls drained"], "o", mfc="white", mec="black", ms=8,
                 label="only their [CLS] column removed")
         ax.axhline(frame["none"].iloc[0], ls="--", color=PALETTE["uniform"], label="nothing removed")
-        ax.set_xticks(x, [f"{k} ({n})" for k, n in zip(frame["kind"], frame["heads"])], fontsize=8, rotation=35,
+        ax.set_xticks(x, [f"{k} ({n})" for k, n in zip(frame["kind"], frame["heads"])], fontsize=10, rotation=40,
                       ha="right")
         ax.set(title=name)
     axes[0, 0].set_ylabel("accuracy (evaluation half)")
-    axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    _legend_below(fig, ncol=2)
     return fig
 
 
-def rollout_and_flow(tokens: Sequence[str], maps: Mapping[str, np.ndarray]):
-    """One input's token-to-token maps side by side (e.g. last-layer attention averaged over heads, rollout,
-    flow), rows = output positions, columns = input positions, each on its own colour scale (a flow value is a
-    maximum flow, up to 1 per pair, so a row of flows does not sum to 1)."""
-    fig, axes = plt.subplots(1, len(maps), figsize=(5.2 * len(maps), 4.8))
+def rollout_and_flow(tokens: Sequence[str], maps: Mapping[str, np.ndarray], gamma: float = 0.5):
+    """One input's token-to-token maps [n, n] side by side (e.g. last-layer attention averaged over heads, rollout,
+    flow), rows = output positions, columns = input positions, all on one colour scale from 0 to the largest value
+    (a flow value is a maximum flow, up to 1 per pair, so a row of flows does not sum to 1). Colours are spaced by
+    value**gamma in a many-hued map: gamma < 1 spreads the small weights, and the hues still part a flow's values
+    near 1. Readable in the book's column up to about 20 tokens."""
+    n = len(tokens)
+    fig, axes = plt.subplots(1, len(maps), figsize=(0.16 * n * len(maps) + 2.2, 0.16 * n + 1.6), sharey=True,
+                             squeeze=False)
     labels = [literal(token) for token in tokens]
-    for ax, (name, values) in zip(axes, maps.items()):
-        image = ax.imshow(values, cmap=ATTENTION_CMAP, vmin=0, vmax=float(np.max(values)))
-        ax.set_xticks(range(len(tokens)), labels, rotation=90, fontsize=8)
-        ax.set_yticks(range(len(tokens)), labels, fontsize=8)
-        ax.set_title(name)
+    norm = PowerNorm(gamma, vmin=0, vmax=max(float(np.max(values)) for values in maps.values()))
+    for ax, (name, values) in zip(axes[0], maps.items()):
+        image = ax.imshow(values, cmap=SEQUENTIAL_CMAP, norm=norm)
+        ax.set_xticks(range(n), labels, rotation=90, fontsize=10)
+        ax.set_title(name, fontsize=11)
         ax.grid(False)
-        fig.colorbar(image, ax=ax, shrink=0.75)
+    axes[0, 0].set_yticks(range(n), labels, fontsize=10)
+    fig.colorbar(image, ax=axes[0], shrink=0.8, label=f"weight or flow (colour ∝ value^{gamma:g})")
     return fig

@@ -1,0 +1,86 @@
+"""Every figure committed in a notebook is readable where it is shown: at most `viz.WIDEST_PX` wide, and its
+smallest text (recorded in the PNG by `viz.notebook_png`) at least `viz.SMALLEST_TEXT_PX` once the book's column
+shrinks it. A planted wide figure with small text fails the same check."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import struct
+import zlib
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from bertlook_utils import viz  # noqa: E402
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def png_facts(png: bytes) -> tuple[int, dict[str, str]]:
+    """A PNG's width in pixels and its text chunks (tEXt and zTXt)."""
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    width, texts, at = struct.unpack(">I", png[16:20])[0], {}, 8
+    while at < len(png):
+        length, kind = struct.unpack(">I4s", png[at:at + 8])
+        body = png[at + 8:at + 8 + length]
+        if kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            texts[key.decode("latin-1")] = value.decode("latin-1")
+        elif kind == b"zTXt":
+            key, _, value = body.partition(b"\0")
+            texts[key.decode("latin-1")] = zlib.decompress(value[1:]).decode("latin-1")
+        at += 12 + length
+    return width, texts
+
+
+def figure_problems(png: bytes) -> list[str]:
+    width, texts = png_facts(png)
+    if viz.SMALLEST_TEXT_KEY not in texts:
+        return [f"{width} px wide, with no record of its smallest text: not shown through viz.notebook_png"]
+    return viz.readability(width, float(texts[viz.SMALLEST_TEXT_KEY]))
+
+
+def committed_figures(path: Path):
+    for index, cell in enumerate(json.loads(path.read_text())["cells"]):
+        for output in cell.get("outputs", []):
+            if "image/png" in output.get("data", {}):
+                yield index, base64.b64decode(output["data"]["image/png"])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_every_committed_figure_is_readable_in_the_book(path):
+    problems = {f"cell {index}": figure_problems(png) for index, png in committed_figures(path)}
+    assert not {cell: found for cell, found in problems.items() if found}
+
+
+def planted(width_in: float, fontsize: float) -> bytes:
+    fig, ax = plt.subplots(figsize=(width_in, 3))
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("planted", fontsize=fontsize)
+    ax.tick_params(labelsize=fontsize)
+    png = base64.b64decode(viz.notebook_png(fig))
+    plt.close(fig)
+    return png
+
+
+def test_a_planted_wide_figure_and_small_text_fail_and_a_fitting_one_passes():
+    wide, small, fitting = planted(20, 11), planted(7, 5), planted(7, 10)
+    assert png_facts(wide)[0] > viz.WIDEST_PX
+    assert any("px wide" in p for p in figure_problems(wide))
+    assert any("under" in p for p in figure_problems(wide))  # 11 pt shrunk to a 757 px column: about 5.8 px
+    assert figure_problems(small) == [f"5 pt text is {5 * 100 / 72:.1f} px in the book's {viz.BOOK_COLUMN_PX} px "
+                                      f"column, under {viz.SMALLEST_TEXT_PX}"]
+    assert figure_problems(fitting) == []
+
+
+def test_a_figure_without_a_record_of_its_text_fails_and_a_widget_snapshot_has_one():
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_title("snapshot", fontsize=5)
+    fig.savefig(buffer := io.BytesIO(), format="png")
+    assert "no record" in figure_problems(buffer.getvalue())[0]
+    assert "5 pt text" in figure_problems(viz.figure_png(fig))[0]  # the explorers' snapshots record it
