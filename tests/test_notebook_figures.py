@@ -1,4 +1,4 @@
-"""Every figure committed in a notebook is readable where it is shown: at most `viz.WIDEST_PX` wide, and its
+"""Every figure committed in a notebook or the talk is readable where it is shown: at most `viz.WIDEST_PX` wide, and its
 smallest text (recorded in the PNG by `viz.notebook_png`) at least `viz.SMALLEST_TEXT_PX` once the book's column
 shrinks it. A planted wide figure with small text fails the same check."""
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pytest  # noqa: E402
 
 from bertlook_utils import viz  # noqa: E402
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted((ROOT / "slides").glob("*.ipynb"))
 
 
 def png_facts(png: bytes) -> tuple[int, dict[str, str]]:
@@ -52,7 +53,7 @@ def committed_figures(path: Path):
                 yield index, base64.b64decode(output["data"]["image/png"])
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_committed_figure_is_readable_in_the_book(path):
     problems = {f"cell {index}": figure_problems(png) for index, png in committed_figures(path)}
     assert not {cell: found for cell, found in problems.items() if found}

@@ -192,6 +192,16 @@ def plot_by_layer(stats: pd.DataFrame, columns: Sequence[str], ax=None, title: s
     return ax
 
 
+def legend_below(fig, ncol: int, markerscale: float = 1.0) -> None:
+    """One legend below all panels of `fig` (constrained layout), of every labelled artist, each label once."""
+    found: dict[str, object] = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            found.setdefault(label, handle)
+    fig.legend(list(found.values()), list(found), loc="outside lower center", ncol=ncol, fontsize=10,
+               markerscale=markerscale)
+
+
 def heatmap_by_head(values: np.ndarray, ax=None, title: str | None = None, cmap=ATTENTION_CMAP, vmin: float = 0.0,
                     vmax: float | None = None, fmt: str | None = "{:.2f}", colorbar: str = "",
                     boxes: Sequence[tuple[int, int]] = (), notes: Mapping[tuple[int, int], str] | None = None):

@@ -23,19 +23,10 @@ from ...analyses.finetune import FineTuned, Stage
 from ...analyses.patterns import KINDS
 from ...analyses.disabling import PICKS, HeldOut
 from ...analyses.relations import RelationScores
-from ..viz import ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, PATTERN_COLOURS, SEQUENTIAL_CMAP, heatmap_by_head
+from ..viz import (ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, PATTERN_COLOURS, SEQUENTIAL_CMAP, heatmap_by_head,
+                   legend_below)
 
 UNSURE = "#d9d9d9"  # a change whose interval includes 0
-
-
-def _legend_below(fig, ncol: int, markerscale: float = 1.0) -> None:
-    """One legend below all panels of `fig` (constrained layout), of every labelled artist, each label once."""
-    found: dict[str, object] = {}
-    for ax in fig.axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            found.setdefault(label, handle)
-    fig.legend(list(found.values()), list(found), loc="outside lower center", ncol=ncol, fontsize=10,
-               markerscale=markerscale)
 
 
 # -- 08: Dark Secrets ---------------------------------------------------------------------------------
@@ -96,7 +87,7 @@ def pattern_features(labelled: pd.DataFrame, thresholds: Mapping[str, float]):
     axes[1].axhline(t["broad"], **rule)
     axes[1].set(xlabel="locality (1 = near the diagonal,\n0 = spread evenly)", ylabel="entropy / ln n",
                 title="rules 2 and 4: block, broad")
-    _legend_below(fig, ncol=len(KINDS), markerscale=2)
+    legend_below(fig, ncol=len(KINDS), markerscale=2)
     return fig
 
 
@@ -141,7 +132,7 @@ def pattern_shares(shares: Mapping[tuple[str, str], pd.DataFrame]):
     for ax in axes.flat:
         if not ax.has_data():
             fig.delaxes(ax)
-    _legend_below(fig, ncol=len(KINDS) if len(tasks) >= 3 else 3)
+    legend_below(fig, ncol=len(KINDS) if len(tasks) >= 3 else 3)
     return fig
 
 
@@ -172,7 +163,7 @@ def pattern_share_estimates(estimates: Mapping[str, pd.DataFrame], kinds: Sequen
         row[0].set_ylabel("share of maps")
     for ax in axes.flat[len(kinds):]:
         ax.set_visible(False)
-    _legend_below(fig, ncol=2)
+    legend_below(fig, ncol=2)
     return fig
 
 
@@ -241,7 +232,7 @@ def special_by_layer(changes: Mapping[str, pd.DataFrame]):
                             frame[f"{token}_before"] + frame[f"{token}_change_high"], color=PALETTE[token], alpha=0.25)
         ax.set(title=name, xlabel="layer", xticks=list(layers))
     axes[0, 0].set_ylabel("share of attention\n(mean over rows)")
-    _legend_below(fig, ncol=2)
+    legend_below(fig, ncol=2)
     return fig
 
 
@@ -262,7 +253,7 @@ def cls_by_type(changes: Mapping[str, pd.DataFrame], categories: Sequence[str] |
         ax.set_xticks(x, part["category"], rotation=60, ha="right", fontsize=10)
         ax.set(title=name)
     axes[0, 0].set_ylabel("share of the [CLS] row")
-    _legend_below(fig, ncol=3)
+    legend_below(fig, ncol=3)
     return fig
 
 
@@ -279,7 +270,7 @@ def stripe_types(tables: Mapping[str, pd.DataFrame], categories: Sequence[str] |
         ax.set_xticks(x, part["category"], rotation=60, ha="right", fontsize=10)
         ax.set(title=name)
     axes[0, 0].set_ylabel("share")
-    _legend_below(fig, ncol=2)
+    legend_below(fig, ncol=2)
     return fig
 
 
@@ -340,7 +331,7 @@ def held_out_disabling(results: Mapping[str, HeldOut]):
                       fontsize=9)
         ax.set(title=name)
     axes[0, 0].set_ylabel("accuracy change when disabled\n(points)")
-    _legend_below(fig, ncol=3)
+    legend_below(fig, ncol=3)
     return fig
 
 

@@ -22,8 +22,7 @@ from ...analyses.attribution import METHODS as ATTRIBUTION_METHODS, Explanation
 from ...analyses.norms import NormResult
 from ...analyses.gradients import CATEGORIES
 from ..viz import (ATTENTION_CMAP, DIVERGING_CMAP, LABELS, PALETTE, PATTERN_COLOURS, SEQUENTIAL_CMAP,
-                   heatmap_by_head, literal)
-from .kovaleva import _legend_below
+                   heatmap_by_head, legend_below, literal)
 
 
 # -- 10: beyond attention weights ----------------------------------------------------------------------
@@ -42,7 +41,7 @@ def norm_shares(result: NormResult):
             bottom += shares[category].to_numpy()
         ax.set(title=measure, xlabel="layer", xticks=list(shares.index))
     axes[0].set_ylabel("share of each row's contribution")
-    _legend_below(fig, ncol=len(CATEGORIES))
+    legend_below(fig, ncol=len(CATEGORIES))
     return fig
 
 
@@ -194,7 +193,7 @@ def pruning_curves(curves: Mapping[str, pd.DataFrame]):
                     alpha=1 if order == "importance" else 0.6)
         ax.set(title=name, xlabel="share of heads removed")
     axes[0, 0].set_ylabel("accuracy (evaluation half)")
-    _legend_below(fig, ncol=2)
+    legend_below(fig, ncol=2)
     return fig
 
 
@@ -218,7 +217,7 @@ def pattern_removal(tables: Mapping[str, pd.DataFrame]):
                       ha="right")
         ax.set(title=name)
     axes[0, 0].set_ylabel("accuracy (evaluation half)")
-    _legend_below(fig, ncol=2)
+    legend_below(fig, ncol=2)
     return fig
 
 
