@@ -11,6 +11,14 @@ to nothing (notebook 11, issue 32's definitions).
 
 Maps are numpy arrays [layers, heads, n, n] whose rows sum to 1; a padded batch row is handled by `mask` [n] (True
 on real tokens): its padded rows are left out and its padded keys must receive no attention.
+
+The notebook's sections, one module each (`from bertlook_utils.analyses.sinks import position`):
+
+    position  where the sink sits (the metric by token category and over eps) and whether it follows position
+              or content; registers
+    heads     per head: the key-bias reading (why the sink token) and the no-op (do sink heads write little?)
+    massive   massive activations and outlier LayerNorm dimensions, each disabled against random dimensions
+    toy       a tiny encoder trained from scratch with softmax, softmax1, clipped softmax and a gate
 """
 from __future__ import annotations
 
