@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 from builders import PAIR_TOKENS, make_encoded, random_row_stochastic  # noqa: E402
 
 import bertlook_utils  # noqa: E402
@@ -25,6 +26,7 @@ from bertlook_utils.exercises import checker  # noqa: E402
 from bertlook_utils.extract import Batch  # noqa: E402
 from bertlook_utils.parses import Sentence  # noqa: E402
 from bertlook_utils.readings import nb04  # noqa: E402
+from bertlook_utils.analyses.sinks import heads as sink_heads, massive  # noqa: E402
 
 L, H = 2, 3  # the synthetic inputs' model; the tiny random BERT (fixture `tiny`) has 2 x 4
 TINY = (2, 4)
@@ -41,6 +43,8 @@ NOT_ONE_INDEXED = {
     # records of a reading: their fields hold the head an analysis found, they look nothing up by it
     "lab.readings.nb00.StrongestHead.__init__", "lab.readings.nb02.SinkAblationReading.__init__",
     "lab.readings.nb09.Effect.__init__",
+    # a hidden-state index, 0 = the embeddings' output, l = layer l's output (as output_hidden_states counts)
+    "analyses.sinks.massive.set_hidden", "analyses.sinks.massive.massive_intervention",
     # `head` is not an attention head: a classifier module, a word's syntactic head
     "analyses.disabling.scan_logits", "analyses.finetune.FineTuned.__init__", "data.corefdata.Mention.__init__",
     "data.parsecheck.Arc.__init__",
@@ -85,6 +89,11 @@ def encoded():
     return make_encoded(PAIR_TOKENS, random_row_stochastic(rng, (L, H, len(PAIR_TOKENS), len(PAIR_TOKENS))))
 
 
+def hidden_of(tiny) -> torch.Tensor:
+    """A layer input [1, 3, D] for the tiny encoder: three tokens of ones."""
+    return torch.ones(1, 3, tiny.model.config.hidden_size)
+
+
 def coref_result() -> coref.CorefResult:
     """No mentions: `failures` of a valid head is an empty table."""
     mentions = pd.DataFrame(columns=["id", "mention", "text", "type", "half", "passage", "rank"])
@@ -127,6 +136,14 @@ CASES = {
     "present.figures.clark.relation_head": (
         lambda layer, head, tiny: figures.relation_head(parsed(), layer, head, "det"), L, H),
     "present.viz.head_map": (lambda layer, head, tiny: viz.head_map(encoded(), layer, head), L, H),
+    "analyses.sinks.heads.queries_keys": (
+        lambda layer, head, tiny: sink_heads.queries_keys(tiny.model, layer, hidden_of(tiny), TINY[1]), TINY[0], None),
+    "analyses.sinks.heads.update_ratios": (
+        lambda layer, head, tiny: sink_heads.update_ratios(tiny.model, layer, hidden_of(tiny),
+                                                           torch.full((1, TINY[1], 3, 3), 1 / 3),
+                                                           torch.ones(1, 3, dtype=torch.bool), TINY[1]),
+        TINY[0], None),
+    "analyses.sinks.massive.layernorm": (lambda layer, head, tiny: massive.layernorm(tiny.model, layer), TINY[0], None),
     "lab.readings.nb04.strongest_targets": (
         lambda layer, head, tiny: nb04.strongest_targets(encoded(), layer, head, "[CLS]"), L, H),
     "present.viz.plot_head": (lambda layer, head, tiny: viz.plot_head(encoded(), layer, head), L, H),
