@@ -20,6 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from bertlook_utils import (  # noqa: E402
     attribution, clustering, coref, corefdata, disabling, figures, gradients, identifiability, norms, patterns, probes,
     relations, syntax, tokentypes, viz)
+from bertlook_utils.analyses.sinks import heads as sinkheads, massive, position as sinkposition  # noqa: E402
 from bertlook_utils.conventions import head_frame  # noqa: E402
 from bertlook_utils.models import Encoded  # noqa: E402
 
@@ -315,6 +316,83 @@ def token_maps() -> dict[str, np.ndarray]:
     return {"attention": attn[-1].mean(0), "rollout": attribution.rollout(attn)[-1], "flow": attribution.flow(attn)}
 
 
+# -- notebook 11: synthetic results of analyses.sinks, 3 inputs ----------------------------------------------------
+SINK_CATEGORIES = ["cls", "sep1", "sep2", "punct", "other"]
+
+
+def sink_profile_result(eps: float = 0.3) -> sinkposition.SinkProfile:
+    """`position.sink_profile`: rates and scores per (input, layer, category), the first token's curve over eps."""
+    per_input = pd.DataFrame([(i, layer, c, rng.random(), rng.random() / 2) for i in range(3) for layer in (1, 2)
+                              for c in SINK_CATEGORIES], columns=["input", "layer", "category", "sink_rate",
+                                                                  "sink_score"])
+    per_input["category"] = pd.Categorical(per_input["category"], categories=SINK_CATEGORIES, ordered=True)
+    curve = pd.DataFrame([(i, e, 1 - e + rng.random() / 10) for i in range(3) for e in (0.1, 0.3, 0.5, 0.7)],
+                         columns=["input", "eps", "sink_rate"])
+    return sinkposition.SinkProfile(per_input, curve, eps)
+
+
+def sink_heads_result(n: int = 3) -> sinkheads.SinkHeads:
+    """`heads.sink_heads`: every measure per input [n, L, H]."""
+    values = {name: rng.normal(size=(n, L, H)) for name in sinkheads.GEOMETRY}
+    return sinkheads.SinkHeads(values | {"sink_mass": rng.random((n, L, H)), "update_ratio": rng.random((n, L, H)) / 5})
+
+
+def massive_result(n: int = 3) -> massive.MassiveActivations:
+    """`massive.massive_activations`: [CLS] dimension 99 carries every largest value."""
+    top = pd.DataFrame([(layer, i, 1, 0, "[CLS]", "cls", 99, 10.0, 10.0, 30.0) for layer in range(L + 1)
+                        for i in range(n)], columns=["layer", "input", "rank", "position", "token", "kind", "dimension",
+                                                     "value", "magnitude", "ratio"])
+    zeros = np.zeros((n, L + 1))
+    return massive.MassiveActivations(10 + rng.random((n, L + 1)), 0.3 + rng.random((n, L + 1)) / 10, zeros, zeros,
+                                      top)
+
+
+def intervention_result(targets: str = "massive", edits=("zero", "mean"), reference: float = 0.6, n: int = 3,
+                        draws: int = 2) -> massive.Intervention:
+    """`massive.massive_intervention` (or `layernorm_intervention` with targets "outlier", edit "disable")."""
+    rows = [("none", "none", -1, i, 0.33, 0.0) for i in range(n)]
+    rows += [(targets, e, -1, i, 0.1 + rng.random() / 20, 0.2 + rng.random() / 20) for e in edits for i in range(n)]
+    rows += [("random", e, d, i, 0.33 - rng.random() / 100, rng.random() / 100) for e in edits for d in range(draws)
+             for i in range(n)]
+    return massive.Intervention(pd.DataFrame(rows, columns=massive.FRAME_COLUMNS), reference, (2,), pd.DataFrame())
+
+
+def variant_frame(variants, columns, missing=()) -> pd.DataFrame:
+    """A `position.position_or_content` / `registers` summary: per (variant, layer), each column with `_low`,
+    `_high`; NaN in `missing` ((variant, column) pairs)."""
+    rows = []
+    for variant in variants:
+        for layer in (1, 2):
+            row = {"variant": variant, "layer": layer, "inputs": 3}
+            for column in columns:
+                value = np.nan if (variant, column) in missing else rng.random()
+                row |= {column: value, f"{column}_low": value - 0.05, f"{column}_high": value + 0.05}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+POSITION_VARIANTS = ["original", "first=the", "first=[SEP]", "cls<->middle"]
+REGISTER_VARIANTS = ["original", "unused", "sep", "filler"]
+
+
+def position_frame() -> pd.DataFrame:
+    return variant_frame(POSITION_VARIANTS, ["first", "cls_content", "swapped", "sep", "other", "ordinary_change"],
+                         {("first=the", "cls_content"), ("first=[SEP]", "cls_content")})
+
+
+def register_frame() -> pd.DataFrame:
+    return variant_frame(REGISTER_VARIANTS, ["first", "sep", "added", "added_max", "other", "ordinary_change"],
+                         {("original", "added"), ("original", "added_max")})
+
+
+def toy_frame() -> pd.DataFrame:
+    """`toy.train_variants`: one row per variant and seed."""
+    return pd.DataFrame([(v, s, rng.random(), 3 + rng.random(), 0.9 + rng.random() / 10, rng.random(), 1 / 32)
+                         for v in ("softmax", "softmax1", "clipped", "gated") for s in (0, 1, 2)],
+                        columns=["variant", "seed", "sink_mass", "activation_ratio", "accuracy", "query_accuracy",
+                                 "chance"])
+
+
 # -- every public figure, called once ---------------------------------------------------------------------------
 CASES = {  # name -> a call of it on synthetic results
     "attention_and_gradient": lambda: figures.attention_and_gradient(gradient_result()),
@@ -369,12 +447,21 @@ CASES = {  # name -> a call of it on synthetic results
     "pruning_curves": lambda: figures.pruning_curves(pruning_frames()),
     "pattern_removal": lambda: figures.pattern_removal(removal_frames()),
     "rollout_and_flow": lambda: figures.rollout_and_flow(PAIR_TOKENS[:6], token_maps()),
+    "sink_profile": lambda: figures.sink_profile(sink_profile_result()),
+    "key_bias": lambda: figures.key_bias(sink_heads_result().key_bias()),
+    "no_op": lambda: figures.no_op(sink_heads_result().no_op(), rho=0.1, interval=(-0.2, 0.4)),
+    "massive_activations": lambda: figures.massive_activations(massive_result()),
+    "sink_interventions": lambda: figures.sink_interventions(
+        {"[CLS] dim 99": intervention_result(), "LayerNorm outliers": intervention_result("outlier", ("disable",))}),
+    "position_or_content": lambda: figures.position_or_content(position_frame()),
+    "registers": lambda: figures.registers(register_frame()),
+    "toy_variants": lambda: figures.toy_variants(toy_frame()),
 }
 
 
 def public_figures() -> dict[str, object]:
     """name -> function, for every public function defined in the figure modules (one per paper)."""
-    return {name: f for module in (figures.clark, figures.kovaleva, figures.later)
+    return {name: f for module in (figures.clark, figures.kovaleva, figures.later, figures.sinks)
             for name, f in inspect.getmembers(module, inspect.isfunction)
             if f.__module__ == module.__name__ and not name.startswith("_")}
 
@@ -808,3 +895,91 @@ def test_mds_map_labels_the_heads_with_a_behaviour_without_overlaps():
     assert other.get_label().startswith("other") and to_hex(other.get_facecolor()[0]) == "#cccccc"
     assert [t.get_text() for t in figures.mds_map(result, "layer", annotate=["2-3"]).texts] == ["2-3"]
     assert not figures.mds_map(result, "behaviour", annotate=False).texts
+
+
+# -- notebook 11: what the sink figures mark ------------------------------------------------------------------------
+def test_sink_profile_draws_each_category_and_marks_eps():
+    fig = figures.sink_profile(sink_profile_result(eps=0.35))
+    rate, score, curve = fig.axes
+    assert len(rate.lines) == len(score.lines) == len(SINK_CATEGORIES)
+    assert [line.get_linestyle() for line in rate.lines[1:3]] == ["-", "--"]  # the first and second [SEP]
+    eps_lines = [line for line in curve.lines if np.allclose(line.get_xdata(), 0.35)]
+    assert len(eps_lines) == 1 and eps_lines[0].get_label() == "eps = 0.35"
+    assert "eps = 0.35" in [t.get_text() for t in fig.legends[0].get_texts()]
+    rendered(fig)
+
+
+def test_key_bias_plots_every_head_by_margin_and_its_split():
+    table = sink_heads_result().key_bias()
+    table["sink_mass"] = [0.1, 0.5, 0.2, 0.6, 0.7, 0.0]
+    fig = figures.key_bias(table, threshold=0.3)
+    assert colour_bars(fig) == 1  # one layer scale for both panels
+    margin, split = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    np.testing.assert_allclose(margin.collections[0].get_offsets(), table[["margin", "sink_mass"]])
+    hollow, filled = split.collections[:2]
+    np.testing.assert_allclose(filled.get_offsets(), table.loc[table["sink_mass"] > 0.3,
+                                                               ["margin_direction", "margin_length"]])
+    assert len(hollow.get_offsets()) == 3 and any(np.allclose(line.get_ydata(), 0.3) for line in margin.lines)
+    rendered(fig)
+
+
+def test_no_op_shows_the_callers_rank_correlation_only():
+    table = sink_heads_result().no_op()
+    ax = figures.no_op(table, rho=-0.06, interval=(-0.2, 0.1)).axes[0]
+    assert ax.get_title().endswith("Spearman ρ = -0.06 [-0.20, 0.10]")
+    np.testing.assert_allclose(ax.collections[-1].get_offsets(), table[["sink_mass", "update_ratio"]])
+    assert "ρ" not in figures.no_op(table).axes[0].get_title()
+
+
+def test_massive_activations_mark_sun_et_al_thresholds_and_the_carrier():
+    fig = figures.massive_activations(massive_result())
+    ratio, magnitude = fig.axes
+    assert any(np.allclose(line.get_ydata(), massive.RELATIVE) for line in ratio.lines)
+    assert any(np.allclose(line.get_ydata(), massive.ABSOLUTE) for line in magnitude.lines)
+    assert [t.get_text() for t in ratio.texts] == ["[CLS] 99\n100%"] * (L + 1)
+    assert [t.get_text() for t in ratio.get_xticklabels()] == ["emb.", "1", "2"]
+    rendered(fig)
+
+
+def test_sink_interventions_put_each_edit_beside_its_control_and_the_yardstick():
+    fig = figures.sink_interventions({"[CLS] dim 99": intervention_result(reference=0.6),
+                                      "LayerNorm outliers": intervention_result("outlier", ("disable",), 0.5)})
+    mass, distance = fig.axes
+    assert [t.get_text() for t in mass.get_yticklabels()] == ["[CLS] dim 99: set to 0", "[CLS] dim 99: set to the mean",
+                                                              "LayerNorm outliers"]
+    yardsticks = sorted(line.get_xdata()[0] for line in distance.lines if line.get_label() == "yardstick: two inputs")
+    assert yardsticks == [0.5, 0.6, 0.6]  # each row at its own intervention's reference
+    assert all(np.allclose(line.get_xdata(), 0.33) for line in mass.lines if line.get_label() == "unedited")
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"targeted", "random dimensions (2 draws)", "unedited", "yardstick: two inputs"} <= set(labels)
+    with pytest.raises(ValueError, match="at least one"):
+        figures.sink_interventions({})
+    rendered(fig)
+
+
+def test_position_and_register_figures_draw_one_line_per_variant_where_measured():
+    fig = figures.position_or_content(position_frame())
+    first, content, other = fig.axes
+    assert len(first.lines) == len(other.lines) == 4 and len(content.lines) == 2  # no [CLS] content on a stand-in
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "original", 'position 0 holds "the"', 'position 0 holds "[SEP]"', "[CLS] swapped with the middle token"]
+    fig = figures.registers(register_frame())
+    assert [ax.get_title() for ax in fig.axes] == ["sink mass on position 0", "sink mass on the added tokens",
+                                                   "sink mass on the separators", "sink mass per ordinary token"]
+    assert len(fig.axes[1].lines) == 3  # the original adds nothing
+    with pytest.raises(ValueError, match="lacks"):
+        figures.registers(register_frame().drop(columns="added"))
+    rendered(fig)
+
+
+def test_toy_variants_show_each_seed_and_the_mean_and_chance():
+    frame = toy_frame()
+    fig = figures.toy_variants(frame)
+    assert len(fig.axes) == 4 and [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(
+        dict.fromkeys(frame["variant"]))
+    sink = fig.axes[0]
+    assert sum(len(c.get_offsets()) for c in sink.collections) == len(frame)  # every seed a dot
+    np.testing.assert_allclose([bar.get_width() for bar in sink.patches],
+                               frame.groupby("variant", sort=False)["sink_mass"].mean())
+    assert any(np.allclose(line.get_xdata(), 1 / 32) for line in fig.axes[3].lines)  # chance
+    rendered(fig)
