@@ -461,7 +461,7 @@ CASES = {  # name -> a call of it on synthetic results
 
 def public_figures() -> dict[str, object]:
     """name -> function, for every public function defined in the figure modules (one per paper)."""
-    return {name: f for module in (figures.clark, figures.kovaleva, figures.later, figures.sinks)
+    return {name: f for module in (figures.clark, figures.kovaleva, figures.later, figures.recent)
             for name, f in inspect.getmembers(module, inspect.isfunction)
             if f.__module__ == module.__name__ and not name.startswith("_")}
 

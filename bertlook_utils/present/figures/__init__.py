@@ -6,7 +6,7 @@ One module per paper, each listing its figures by notebook; every figure is also
     clark     notebooks 02-07: Clark et al. (2019)
     kovaleva  notebooks 08-09: Kovaleva et al. (2019)
     later     notebook 10: the later work (Kobayashi, Brunner, Abnar & Zuidema, Michel)
-    sinks     notebook 11: from no-op to attention sinks (Gu, Sun, Kovaleva 2021, Xiao, Darcet, Bondarenko)
+    recent    notebook 11: from no-op to attention sinks (Gu, Sun, Kovaleva 2021, Xiao, Darcet, Bondarenko)
 """
 from .clark import (  # noqa: F401
     accuracy_by_rank, accuracy_grid, aligned_maps, antecedent_attention, attention_and_gradient, broad_definitions,
@@ -19,6 +19,6 @@ from .kovaleva import (  # noqa: F401
 from .later import (  # noqa: F401
     context_mixing, effective_sinks, explanation_correlations, flow_seconds, head_importance, norm_shares,
     null_space_twin, pattern_removal, pruning_curves, rollout_and_flow, weight_against_norm, word_scores)
-from .sinks import (  # noqa: F401
+from .recent import (  # noqa: F401
     key_bias, massive_activations, no_op, position_or_content, registers, sink_interventions, sink_profile,
     toy_variants)
