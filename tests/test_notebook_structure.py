@@ -125,11 +125,11 @@ def test_student_copies_rename_the_solutions_and_carry_nbgrader_metadata():
                and "exercise" not in c.metadata)
 
 
-def test_the_syllabus_covers_every_notebook_and_plans_three_labs_and_a_lecture():
+def test_the_syllabus_covers_every_notebook_and_plans_four_labs_and_a_lecture():
     index = (ROOT / "notebooks" / "README.md").read_text()
     syllabus = index[index.index("## Syllabus"):]
     assert all(f"({p.name})" in syllabus for p in NOTEBOOKS)
-    assert syllabus.count("- **Lab ") == 3 and "90-minute lecture" in syllabus
+    assert syllabus.count("- **Lab ") == 4 and "90-minute lecture" in syllabus
     course = navigation.course()
     assert list(course["notebooks"]) == [p.stem for p in NOTEBOOKS]
     fields = {"paper", "reproduces", "shows", "goals", "needs", "walk_minutes", "exercise_minutes"}
