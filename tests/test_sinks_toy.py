@@ -149,7 +149,7 @@ def test_bad_settings_are_refused():
 
 
 # -- training and measuring ---------------------------------------------------------------------------------------
-SHORT = dict(steps=3, task=TINY, width=8, heads=2, batch_size=8, n_eval=16)
+SHORT = dict(steps=3, task=TINY, width=8, heads=2, batch_size=8, n_eval=16, cache_dir=None, progress=False)
 
 
 def test_training_is_reproducible_with_the_seed():
@@ -166,6 +166,22 @@ def test_training_is_reproducible_with_the_seed():
     assert empty["softmax"].abs().max() < 1e-6 and (empty["softmax1"] > 0).all()
 
 
+def test_runs_come_back_from_the_cache_only_for_the_same_settings(tmp_path, monkeypatch):
+    first = toy.train_variants(["softmax", "gated"], seeds=[0], layers=1, **{**SHORT, "cache_dir": tmp_path})
+    assert len(list(tmp_path.glob("toy-sinks-*.npz"))) == 1
+    trained = []
+    monkeypatch.setattr(toy, "train", lambda *args: trained.append(args) or 0.0)
+    again = toy.train_variants(["softmax", "gated"], seeds=[0], layers=1, **{**SHORT, "cache_dir": tmp_path})
+    assert trained == []  # nothing retrained
+    pd.testing.assert_frame_equal(first, again)  # seconds too: the time the runs took when they ran
+    assert again["variant"].tolist() == ["softmax", "gated"] and again["seed"].dtype == first["seed"].dtype
+    toy.train_variants(["softmax", "gated"], seeds=[1], layers=1, **{**SHORT, "cache_dir": tmp_path})
+    toy.train_variants(["softmax", "gated"], seeds=[0], layers=1, **{**SHORT, "cache_dir": tmp_path, "lr": 1e-3})
+    toy.train_variants(["softmax", "gated"], seeds=[0], layers=1,
+                       **{**SHORT, "cache_dir": tmp_path, "task": toy.ToyTask(n_digits=4, length=8, bos=False)})
+    assert len(trained) == 6 and len(list(tmp_path.glob("toy-sinks-*.npz"))) == 4  # each setting its own entry
+
+
 def test_the_sink_metric_is_sinks_sink_rate_on_softmax_maps():
     model = toy.build_model(TINY, "softmax", seed=4, width=8, heads=2, layers=2)
     tokens, labels = toy.make_batch(TINY, 6, torch.Generator().manual_seed(5))
@@ -179,7 +195,8 @@ def test_the_sink_metric_is_sinks_sink_rate_on_softmax_maps():
 
 
 def test_a_short_softmax_run_learns_the_lookup():
-    frame = toy.train_variants(["softmax"], seeds=[0], steps=300, task=TINY, width=16, heads=2, n_eval=256)
+    frame = toy.train_variants(["softmax"], seeds=[0], steps=300, task=TINY, width=16, heads=2, n_eval=256,
+                               cache_dir=None, progress=False)
     row = frame.iloc[0]
     assert row["accuracy"] > 0.9  # the digit rows
     assert row["query_accuracy"] > 0.6 > row["chance"]  # the lookup, chance 1/4

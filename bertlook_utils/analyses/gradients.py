@@ -43,6 +43,7 @@ from torch import nn
 
 from ..core import intervene
 from ..core.cache import DEFAULT_CACHE_DIR
+from ..core.frames import frame_arrays, frame_from
 from ..core.conventions import head_frame
 from ..engine.extract import Batch, RowReducer, batches, reduce
 from ..core.intervals import mean_interval
@@ -288,16 +289,6 @@ CONDITION_COLUMNS = ("source", "amount", "mode")
 MIN_DISTANCE = 1e-5  # a smaller cosine distance is float32 rounding between nearly equal vectors, not a change
 
 
-def _frame_arrays(frame: pd.DataFrame, prefix: str) -> dict[str, np.ndarray]:
-    return {f"{prefix}.{c}": frame[c].to_numpy(dtype=None if pd.api.types.is_numeric_dtype(frame[c]) else str)
-            for c in frame}
-
-
-def _frame_from(arrays: dict[str, np.ndarray], prefix: str) -> pd.DataFrame:
-    columns = {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith(prefix + ".")}
-    return pd.DataFrame({c: v.tolist() if v.dtype.kind == "U" else v for c, v in columns.items()})
-
-
 def _cosine_distance(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return 1 - nn.functional.cosine_similarity(x, y, dim=-1)
 
@@ -352,7 +343,7 @@ class SinkAblation(RowReducer):
                     rows.append((scope, layer + 1, 0 if head is None else head + 1, source, amount, mode, start + i,
                                  float(token[i]), float(pool[i]), float(moved[amount][i])))
         frame = pd.DataFrame(rows, columns=["scope", "layer", "head", *CONDITION_COLUMNS, "input", *DISTANCES, "moved"])
-        self.add(**_frame_arrays(frame, "frame"), between=between.double().numpy())
+        self.add(**frame_arrays(frame, "frame"), between=between.double().numpy())
 
 
 def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, int]] = (), batch_size: int = 16,
@@ -376,7 +367,7 @@ def sink_ablation(encoder: Encoder, items: Sequence, heads: Sequence[tuple[int, 
     between = reducer.arrays["between"]
     if not len(between):
         raise ValueError("the reference distance needs batches of at least two inputs; give at least two inputs")
-    return AblationResult(_frame_from(reducer.arrays, "frame"), float(between.mean()))
+    return AblationResult(frame_from(reducer.arrays, "frame"), float(between.mean()))
 
 
 # -- value norms ------------------------------------------------------------------------------------

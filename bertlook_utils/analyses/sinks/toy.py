@@ -46,17 +46,24 @@ training at scale; a one- or two-layer toy on a designed task says nothing about
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import time
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
+from ...core.cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_result
+from ...core.frames import frame_arrays, frame_from
+from ...core.source import code_version
 from ..probes import deterministic
 from . import EPS, clipped_softmax, softmax1
 
@@ -299,28 +306,41 @@ def measure(model: ToyEncoder, tokens: torch.Tensor, labels: torch.Tensor, eps: 
 def train_variants(variants: Sequence[str] = VARIANTS, seeds: Sequence[int] = (0, 1, 2), steps: int = 1000,
                    task: ToyTask = ToyTask(), width: int = 32, heads: int = 2, layers: int = 1,
                    batch_size: int = 64, lr: float = 3e-3, gamma: float = -0.025, n_eval: int = 512,
-                   eval_seed: int = 10_000) -> pd.DataFrame:
+                   eval_seed: int = 10_000, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                   progress: bool = True) -> pd.DataFrame:
     """Train one toy per (variant, seed) and measure it on one shared held-out set (torch.Generator(eval_seed)):
-    one row per variant and seed, columns variant, seed, steps, loss (last training step), seconds (training),
-    and the metrics of `measure`. Deterministic: one thread, deterministic algorithms, seeded init and data."""
+    one row per variant and seed, columns variant, seed, steps, loss (last training step), seconds (training, when
+    it ran), and the metrics of `measure`. Deterministic: one thread, deterministic algorithms, seeded init and
+    data. Cached (cache_dir) by every argument, the torch version and this module's code; None recomputes."""
     variants = check_variants(variants)
     seeds = list(seeds)
     if not seeds or len(set(seeds)) != len(seeds) or not all(isinstance(s, (int, np.integer)) for s in seeds):
         raise ValueError(f"seeds must be distinct integers, at least one, got {seeds}")
     if n_eval < 1:
         raise ValueError(f"n_eval must be 1 or more, got {n_eval}")
+    settings = json.dumps([variants, [int(s) for s in seeds], steps, dataclasses.asdict(task), width, heads, layers,
+                           batch_size, lr, gamma, n_eval, eval_seed])
+    path = None
+    if cache_dir is not None:
+        path = entry_path(cache_dir, "toy-sinks", settings, torch.__version__, version=code_version(__name__))
+        cached = load_result(path)
+        if cached is not None:
+            return frame_from(cached, "runs")
     held_out = make_batch(task, n_eval, torch.Generator().manual_seed(eval_seed))
     rows = []
-    with deterministic():
-        for variant in variants:
-            for seed in seeds:
-                model = build_model(task, variant, int(seed), width, heads, layers, gamma)
-                start = time.perf_counter()
-                loss = train(model, steps, int(seed), batch_size, lr)
-                seconds = time.perf_counter() - start
-                rows.append({"variant": variant, "seed": int(seed), "steps": steps, "loss": loss,
-                             "seconds": seconds, **measure(model, *held_out)})
-    return pd.DataFrame(rows)
+    runs = [(variant, int(seed)) for variant in variants for seed in seeds]
+    with deterministic(), tqdm(runs, desc="training toy encoders", unit="run", disable=not progress) as bar:
+        for variant, seed in bar:
+            model = build_model(task, variant, seed, width, heads, layers, gamma)
+            start = time.perf_counter()
+            loss = train(model, steps, seed, batch_size, lr)
+            seconds = time.perf_counter() - start
+            rows.append({"variant": variant, "seed": seed, "steps": steps, "loss": loss, "seconds": seconds,
+                         **measure(model, *held_out)})
+    frame = pd.DataFrame(rows)
+    if path is not None:
+        save_result(path, frame_arrays(frame, "runs"))
+    return frame
 
 
 def variant_summary(frame: pd.DataFrame, columns: Sequence[str] = ("query_accuracy", "accuracy", "sink_mass",
