@@ -2,14 +2,24 @@
 
     python -m benchmarks.bench                 # N=1000 for all three methods, plus kit/naive/floor at N/4
     python benchmarks/bench.py --n 200 --no-flatness --methods floor kit
+    python -m benchmarks.bench --sizes default base large --methods floor kit kit_js --n 1000 --no-flatness
 
 Methods (each in its own fresh subprocess, so peak RSS is per method):
 
   floor  encoder.attention_batches(...) with output_attentions=True, tensors discarded: the bare forward pass.
   kit    bertlook_utils.extract.reduce(encoder, segments, [TokenStats(), EntropyStats()], cache_dir=None):
          streaming extraction, running sums only.
+  kit_js the kit with notebook 07's streaming Jensen-Shannon distances between every pair of heads as well
+         (clustering.JSDistances): extraction + surface statistics + entropy + JS distances.
   naive  the original code's way: encode_many(...) -> keep every float32 [L, H, n, n] map in a list, then
          surface.token_stats(list) and surface.entropy_stats(list).
+
+Model sizes (--sizes): "default" is the embedded all-MiniLM-L6-v2 (6 layers x 12 heads, 384 wide); "base" and
+"large" are BERT-base (12 x 12, 768) and BERT-large (24 x 16, 1024) shapes with random weights (torch seed 0) and
+the default model's tokenizer, built locally once into build/bench-models/<size>/ and loaded with
+`load_encoder(folder)`: the attention's cost depends on the shapes, not on what the weights learned (the
+statistics of random weights mean nothing, and none is reported for them). The naive method keeps every map:
+at BERT-large size 1,000 segments of 128 tokens hold about 25 GB, so run it there only on small N.
 
 Model loading and segment building are not timed. Each child sets torch.set_num_threads(2) (override with
 --threads), runs one warm-up batch (not timed, not counted), then times the whole method with
@@ -28,6 +38,7 @@ time their update() calls (reducer_seconds); the naive run reports its encode an
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -42,7 +53,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # `python benchmarks/bench.py` puts benchmarks/ first, not the repo root
     sys.path.insert(0, str(REPO))
 
-METHODS = ("floor", "kit", "naive")
+METHODS = ("floor", "kit", "kit_js", "naive")
+SIZES = {  # BertConfig fields of each size; "default" loads the embedded model itself
+    "default": None,
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
+    "large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+}
+MODELS_DIR = REPO / "build" / "bench-models"
 MB = 1024 * 1024
 
 
@@ -151,6 +168,17 @@ def run_kit(encoder, segments, batch_size):
     return info, _frames_to_json(tokens.frame(), entropy.frame())
 
 
+def run_kit_js(encoder, segments, batch_size):
+    from bertlook_utils import clustering, extract, surface
+
+    _Timed.seconds = {}
+    timed = [_Timed(surface.TokenStats()), _Timed(surface.EntropyStats()), _Timed(clustering.JSDistances())]
+    tokens, entropy, _ = extract.reduce(encoder, segments, timed, batch_size=batch_size, cache_dir=None,
+                                        progress=False)
+    info = {"segments_seen": tokens.count, "reducer_seconds": dict(_Timed.seconds)}
+    return info, _frames_to_json(tokens.frame(), entropy.frame())
+
+
 def run_naive(encoder, segments, batch_size):
     from bertlook_utils import surface
 
@@ -168,7 +196,30 @@ def run_naive(encoder, segments, batch_size):
     return info, _frames_to_json(token_frame, entropy_frame)
 
 
-RUNNERS = {"floor": run_floor, "kit": run_kit, "naive": run_naive}
+RUNNERS = {"floor": run_floor, "kit": run_kit, "kit_js": run_kit_js, "naive": run_naive}
+
+
+def size_encoder(size: str, models_dir: Path = MODELS_DIR):
+    """The encoder of a benchmark size: the embedded default model, or a BERT-shaped model with random weights
+    (torch seed 0) and the default model's tokenizer, saved once under models_dir/<size>/ and loaded from there."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from bertlook_utils import load_encoder
+    from bertlook_utils.models import save_folder
+
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {tuple(SIZES)}, got {size!r}")
+    default = load_encoder()
+    if SIZES[size] is None:
+        return default
+    folder = models_dir / size
+    if not (folder / "config.json").exists():
+        config = BertConfig(vocab_size=default.tokenizer.vocab_size, max_position_embeddings=512,
+                            **SIZES[size])
+        torch.manual_seed(0)
+        save_folder(folder, BertModel(config), default.tokenizer)
+    return load_encoder(folder)
 
 
 def make_segments(tokenizer, n: int):
@@ -184,16 +235,14 @@ def make_segments(tokenizer, n: int):
     return corpora.make_segments(tokenizer, n, seed=0)
 
 
-def child(method: str, n: int, batch_size: int, threads: int, warmup: bool) -> dict:
+def child(method: str, n: int, batch_size: int, threads: int, warmup: bool, size: str = "default") -> dict:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
     torch.set_num_threads(threads)
-    import bertlook_utils
-
     code = package_fingerprint()
     setup_start = time.perf_counter()
-    encoder = bertlook_utils.load_encoder()
+    encoder = size_encoder(size)
     segments = make_segments(encoder.tokenizer, n)
     setup_seconds = time.perf_counter() - setup_start
     n_tokens = [len(encoder.prepare(*s.pair).input_ids) for s in segments]
@@ -222,7 +271,9 @@ def child(method: str, n: int, batch_size: int, threads: int, warmup: bool) -> d
     method_peak = _ru_maxrss_bytes()
     lifetime_peak = max(setup_peak, method_peak) if peak_rearmed else method_peak
     return {
-        "method": method, "n": n, "batch_size": batch_size, "threads": threads, "package_sha256": code,
+        "method": method, "size": size, "n_layers": encoder.n_layers, "n_heads": encoder.n_heads,
+        "hidden_size": encoder.model.config.hidden_size, "n": n, "batch_size": batch_size, "threads": threads,
+        "package_sha256": code,
         "seconds": seconds, "segments_per_s": n / seconds,
         "peak_rss_mb": lifetime_peak / MB,
         "growth_mb": (method_peak - baseline) / MB,
@@ -240,16 +291,18 @@ def _env() -> dict:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def spawn(method: str, n: int, batch_size: int, threads: int, warmup: bool) -> dict:
+def spawn(method: str, n: int, batch_size: int, threads: int, warmup: bool, size: str = "default") -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / "result.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", method, "--n", str(n),
-               "--batch-size", str(batch_size), "--threads", str(threads), "--result-file", str(result_file)]
+               "--batch-size", str(batch_size), "--threads", str(threads), "--result-file", str(result_file),
+               "--sizes", size]
         if not warmup:
             cmd.append("--no-warmup")
         proc = subprocess.run(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0 or not result_file.exists():
-            raise RuntimeError(f"{method} (n={n}) failed with exit code {proc.returncode}:\n{proc.stdout[-4000:]}")
+            raise RuntimeError(f"{method} (size {size}, n={n}) failed with exit code {proc.returncode}:\n"
+                               f"{proc.stdout[-4000:]}")
         return json.loads(result_file.read_text())
 
 
@@ -263,45 +316,47 @@ def _noisy(run: dict, share: float = 0.05) -> bool:
 
 
 def summarise(runs: list[dict]) -> list[dict]:
-    """One row per (method, n): the median-time run; ratios to the floor at the same n."""
-    groups: dict[tuple[str, int], list[dict]] = {}
+    """One row per (size, method, n): the median-time run; ratios to the floor of the same size at the same n."""
+    groups: dict[tuple[str, str, int], list[dict]] = {}
     for run in runs:
-        groups.setdefault((run["method"], run["n"]), []).append(run)
+        groups.setdefault((run.get("size", "default"), run["method"], run["n"]), []).append(run)
     rows = []
-    for (method, n), group in groups.items():
+    for (size, method, n), group in groups.items():
         seconds = statistics.median(r["seconds"] for r in group)
-        rows.append({"method": method, "n": n, "repeats": len(group), "seconds": seconds,
+        rows.append({"size": size, "method": method, "n": n, "repeats": len(group), "seconds": seconds,
                      "segments_per_s": n / seconds,
                      "peak_rss_mb": max(r["peak_rss_mb"] for r in group),
                      "growth_mb": max(r["growth_mb"] for r in group),
                      "other_cpu_s": max(_other_cpu(r) for r in group)})
-    floors = {r["n"]: r["seconds"] for r in rows if r["method"] == "floor"}
+    floors = {(r["size"], r["n"]): r["seconds"] for r in rows if r["method"] == "floor"}
     for row in rows:
-        row["ratio_to_floor"] = row["seconds"] / floors[row["n"]] if row["n"] in floors else None
+        floor = floors.get((row["size"], row["n"]))
+        row["ratio_to_floor"] = row["seconds"] / floor if floor is not None else None
     order = {m: i for i, m in enumerate(METHODS)}
-    rows.sort(key=lambda r: (-r["n"], order[r["method"]]))
+    sizes = {s: i for i, s in enumerate(SIZES)}
+    rows.sort(key=lambda r: (sizes[r["size"]], -r["n"], order[r["method"]]))
     return rows
 
 
 def agreement(runs: list[dict]) -> dict[str, float]:
     """Largest |kit - naive| per statistic, for every n where both ran (they must agree)."""
     out = {}
-    by = {(r["method"], r["n"]): r for r in runs if r.get("stats")}
-    for (method, n), run in by.items():
-        other = by.get(("naive", n))
+    by = {(r.get("size", "default"), r["method"], r["n"]): r for r in runs if r.get("stats")}
+    for (size, method, n), run in by.items():
+        other = by.get((size, "naive", n))
         if method != "kit" or other is None:
             continue
-        out[str(n)] = max(abs(a - b) for col in run["stats"]
+        out[str(n) if size == "default" else f"{size}/{n}"] = max(abs(a - b) for col in run["stats"]
                           for a, b in zip(run["stats"][col], other["stats"][col]))
     return out
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| method | N | seconds | segments/s | peak RSS MB | growth MB | time / floor |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| size | method | N | seconds | segments/s | peak RSS MB | growth MB | time / floor |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ratio = f"{r['ratio_to_floor']:.2f}x" if r["ratio_to_floor"] is not None else "-"
-        lines.append(f"| {r['method']} | {r['n']} | {r['seconds']:.1f} | {r['segments_per_s']:.2f} | "
+        lines.append(f"| {r['size']} | {r['method']} | {r['n']} | {r['seconds']:.1f} | {r['segments_per_s']:.2f} | "
                      f"{r['peak_rss_mb']:.0f} | {r['growth_mb']:.0f} | {ratio} |")
     return "\n".join(lines)
 
@@ -349,7 +404,9 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=32, help="batch size for every method (default 32)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results.json"),
                         help="results JSON (default benchmarks/results.json)")
-    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=["floor", "kit", "naive"])
+    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=["default"],
+                        help="model sizes: the default model, and BERT-base and BERT-large shapes (random weights)")
     parser.add_argument("--flat-n", type=int, default=None,
                         help="the smaller N of the memory-flatness check (default N/4)")
     parser.add_argument("--no-flatness", action="store_true", help="skip the runs at the smaller N")
@@ -364,7 +421,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.child:
-        result = child(args.child, args.n, args.batch_size, args.threads, not args.no_warmup)
+        result = child(args.child, args.n, args.batch_size, args.threads, not args.no_warmup, args.sizes[0])
         args.result_file.write_text(json.dumps(result))
         return 0
 
@@ -375,25 +432,23 @@ def main(argv=None) -> int:
             sizes.append(flat_n)
     code_before = code_state()
     runs, discarded = [], []
-    for n in sizes:
-        for _ in range(args.repeat):
-            for method in args.methods:
-                attempts = []
-                for attempt in range(1 + args.retry_noisy):
-                    print(f"running {method} on {n} segments ..." + (f" (retry {attempt})" if attempt else ""),
-                          file=sys.stderr, flush=True)
-                    run = spawn(method, n, args.batch_size, args.threads, not args.no_warmup)
-                    busy = run["contention"]
-                    other = f", other processes used {busy['other_cpu_s']:.0f} CPU-s" if busy else ""
-                    print(f"  {run['seconds']:.1f} s, {run['segments_per_s']:.2f} segments/s, "
-                          f"peak {run['peak_rss_mb']:.0f} MB, growth {run['growth_mb']:.0f} MB{other}",
-                          file=sys.stderr, flush=True)
-                    attempts.append(run)
-                    if not _noisy(run):
-                        break
-                best = min(attempts, key=_other_cpu)  # the least disturbed attempt
-                runs.append(best)
-                discarded += [a for a in attempts if a is not best]
+    for size, n, _, method in itertools.product(args.sizes, sizes, range(args.repeat), args.methods):
+        attempts = []
+        for attempt in range(1 + args.retry_noisy):
+            print(f"running {method} ({size}) on {n} segments ..." + (f" (retry {attempt})" if attempt else ""),
+                  file=sys.stderr, flush=True)
+            run = spawn(method, n, args.batch_size, args.threads, not args.no_warmup, size)
+            busy = run["contention"]
+            other = f", other processes used {busy['other_cpu_s']:.0f} CPU-s" if busy else ""
+            print(f"  {run['seconds']:.1f} s, {run['segments_per_s']:.2f} segments/s, "
+                  f"peak {run['peak_rss_mb']:.0f} MB, growth {run['growth_mb']:.0f} MB{other}",
+                  file=sys.stderr, flush=True)
+            attempts.append(run)
+            if not _noisy(run):
+                break
+        best = min(attempts, key=_other_cpu)  # the least disturbed attempt
+        runs.append(best)
+        discarded += [a for a in attempts if a is not best]
 
     rows = summarise(runs)
     code_after = code_state()
@@ -401,7 +456,8 @@ def main(argv=None) -> int:
     changed = code_after != code_before or measured != {code_before["package_sha256"]}
     results = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(),
                "code": {**code_before, "changed_during_run": changed},
-               "settings": {"n": args.n, "sizes": sizes, "batch_size": args.batch_size, "threads": args.threads,
+               "settings": {"n": args.n, "sizes": sizes, "model_sizes": args.sizes, "batch_size": args.batch_size,
+                            "threads": args.threads,
                             "warmup": not args.no_warmup, "repeat": args.repeat, "seed": 0,
                             "retry_noisy": args.retry_noisy},
                "summary": rows, "kit_vs_naive_max_abs_diff": agreement(runs), "runs": runs,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.bench import _Timed, run_kit
+from benchmarks import bench
+from benchmarks.bench import _Timed, run_kit, run_kit_js
 from bertlook_utils.extract import reduce
 from bertlook_utils.surface import TokenStats, token_stats
 
@@ -26,3 +27,34 @@ def test_the_timer_adds_up_over_the_copies_made_for_each_block(encoder, segments
                    progress=False)[0]
     assert _Timed.seconds["token_stats"] > 0
     assert timed.reducer.count == 5  # the wrapped reducer holds the merged result
+
+
+@pytest.mark.slow
+def test_the_kit_with_distances_times_the_js_reducer_too(encoder, segments, reference_encodeds):
+    info, frames = run_kit_js(encoder, segments[:5], batch_size=2)
+    assert set(info["reducer_seconds"]) == {"token_stats", "entropy_stats", "js_distances"}
+    np.testing.assert_allclose(frames["prev"], token_stats(reference_encodeds[:5])["prev"], atol=1e-5)
+
+
+def test_a_size_is_a_bert_shape_with_random_weights_built_once(tmp_path, monkeypatch):
+    monkeypatch.setitem(bench.SIZES, "tiny", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                                  intermediate_size=64))
+    tiny = bench.size_encoder("tiny", tmp_path)
+    assert (tiny.n_layers, tiny.n_heads, tiny.model.config.hidden_size) == (2, 4, 32)
+    assert tiny.tokenizer.vocab_size == bench.size_encoder("default").tokenizer.vocab_size
+    written = (tmp_path / "tiny" / "config.json").stat().st_mtime_ns
+    again = bench.size_encoder("tiny", tmp_path)  # loaded from the folder, not rebuilt
+    assert (tmp_path / "tiny" / "config.json").stat().st_mtime_ns == written
+    assert again.fingerprint == tiny.fingerprint
+    with pytest.raises(ValueError, match="size must be one of"):
+        bench.size_encoder("huge", tmp_path)
+
+
+def test_each_size_is_compared_with_its_own_floor():
+    runs = [{"size": size, "method": method, "n": 8, "seconds": seconds, "peak_rss_mb": 1.0, "growth_mb": 1.0}
+            for size, method, seconds in (("default", "floor", 2.0), ("default", "kit", 2.5),
+                                          ("large", "floor", 20.0), ("large", "kit_js", 30.0))]
+    rows = {(r["size"], r["method"]): r["ratio_to_floor"] for r in bench.summarise(runs)}
+    assert rows == {("default", "floor"): 1.0, ("default", "kit"): 1.25, ("large", "floor"): 1.0,
+                    ("large", "kit_js"): 1.5}
+    assert "| large | kit_js | 8 |" in bench.table(bench.summarise(runs))
