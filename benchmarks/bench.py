@@ -6,6 +6,8 @@
 
 Methods (each in its own fresh subprocess, so peak RSS is per method):
 
+  bare   transformers alone: the tokenizer on a whole batch of pairs (padded), then the forward pass with
+         output_attentions=True, tensors discarded. No word alignment, no checks: what any analysis must pay.
   floor  encoder.attention_batches(...) with output_attentions=True, tensors discarded: the bare forward pass.
   kit    bertlook_utils.extract.reduce(encoder, segments, [TokenStats(), EntropyStats()], cache_dir=None):
          streaming extraction, running sums only.
@@ -53,7 +55,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # `python benchmarks/bench.py` puts benchmarks/ first, not the repo root
     sys.path.insert(0, str(REPO))
 
-METHODS = ("floor", "kit", "kit_js", "naive")
+METHODS = ("bare", "floor", "kit", "kit_js", "naive")
 SIZES = {  # BertConfig fields of each size; "default" loads the embedded model itself
     "default": None,
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
@@ -149,6 +151,18 @@ def _frames_to_json(token_frame, entropy_frame) -> dict[str, list[float]]:
     return out
 
 
+def run_bare(encoder, segments, batch_size):
+    import torch
+
+    pairs = [s.pair for s in segments]
+    with torch.inference_mode():
+        for start in range(0, len(pairs), batch_size):
+            a, b = zip(*pairs[start:start + batch_size])
+            inputs = encoder.tokenizer(list(a), list(b), padding=True, return_tensors="pt")
+            encoder.model(**inputs, output_attentions=True)  # the maps are made, then dropped
+    return {"segments_seen": len(pairs)}, None
+
+
 def run_floor(encoder, segments, batch_size):
     n = 0
     for prepared, attn, valid in encoder.attention_batches((s.pair for s in segments), batch_size):
@@ -196,7 +210,7 @@ def run_naive(encoder, segments, batch_size):
     return info, _frames_to_json(token_frame, entropy_frame)
 
 
-RUNNERS = {"floor": run_floor, "kit": run_kit, "kit_js": run_kit_js, "naive": run_naive}
+RUNNERS = {"bare": run_bare, "floor": run_floor, "kit": run_kit, "kit_js": run_kit_js, "naive": run_naive}
 
 
 def size_encoder(size: str, models_dir: Path = MODELS_DIR):
@@ -328,10 +342,11 @@ def summarise(runs: list[dict]) -> list[dict]:
                      "peak_rss_mb": max(r["peak_rss_mb"] for r in group),
                      "growth_mb": max(r["growth_mb"] for r in group),
                      "other_cpu_s": max(_other_cpu(r) for r in group)})
-    floors = {(r["size"], r["n"]): r["seconds"] for r in rows if r["method"] == "floor"}
-    for row in rows:
-        floor = floors.get((row["size"], row["n"]))
-        row["ratio_to_floor"] = row["seconds"] / floor if floor is not None else None
+    for reference in ("floor", "bare"):
+        times = {(r["size"], r["n"]): r["seconds"] for r in rows if r["method"] == reference}
+        for row in rows:
+            time_there = times.get((row["size"], row["n"]))
+            row[f"ratio_to_{reference}"] = row["seconds"] / time_there if time_there is not None else None
     order = {m: i for i, m in enumerate(METHODS)}
     sizes = {s: i for i, s in enumerate(SIZES)}
     rows.sort(key=lambda r: (sizes[r["size"]], -r["n"], order[r["method"]]))
@@ -352,12 +367,13 @@ def agreement(runs: list[dict]) -> dict[str, float]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| size | method | N | seconds | segments/s | peak RSS MB | growth MB | time / floor |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| size | method | N | seconds | segments/s | peak RSS MB | growth MB | time / floor | time / bare |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        ratio = f"{r['ratio_to_floor']:.2f}x" if r["ratio_to_floor"] is not None else "-"
+        floor, bare = (f"{r[key]:.2f}x" if r.get(key) is not None else "-"
+                       for key in ("ratio_to_floor", "ratio_to_bare"))
         lines.append(f"| {r['size']} | {r['method']} | {r['n']} | {r['seconds']:.1f} | {r['segments_per_s']:.2f} | "
-                     f"{r['peak_rss_mb']:.0f} | {r['growth_mb']:.0f} | {ratio} |")
+                     f"{r['peak_rss_mb']:.0f} | {r['growth_mb']:.0f} | {floor} | {bare} |")
     return "\n".join(lines)
 
 

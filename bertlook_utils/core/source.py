@@ -49,10 +49,17 @@ def module_path(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
 def imports(path: Path, package_dir: Path = PACKAGE_DIR) -> list[Import]:
     """Every import in the module at `path`, inside functions too, in source order. Relative imports are
     resolved; `from X import a, b` names X.a and X.b where those are package modules, else X itself."""
+    return list(_imports(Path(path), package_dir, Path(path).read_text()))
+
+
+@lru_cache(maxsize=None)
+def _imports(path: Path, package_dir: Path, text: str) -> tuple[Import, ...]:
+    """`imports` of the module at `path` whose source is `text`: cached by the text, so an edited module is
+    read afresh and an unchanged one is parsed once per process."""
     here = module_name(path, package_dir)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(ast.parse(text, filename=str(path))):
         if isinstance(node, ast.Import):
             found += [Import(node.lineno, alias.name, alias.name.partition(".")[0] == package_dir.name)
                       for alias in node.names]
@@ -68,7 +75,7 @@ def imports(path: Path, package_dir: Path = PACKAGE_DIR) -> list[Import]:
             submodules = [f"{module}.{alias.name}" for alias in node.names
                           if module_path(f"{module}.{alias.name}", package_dir)]
             found += [Import(node.lineno, name, True) for name in submodules or [module]]
-    return sorted(found, key=lambda i: i.line)
+    return tuple(sorted(found, key=lambda i: i.line))
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
@@ -86,18 +93,23 @@ def code_version(name: str, package_dir: Path = PACKAGE_DIR) -> str:
     """sha256 key of package module `name` (dotted, e.g. `__name__`): its code without docstrings and comments,
     and the keys of the package modules it imports, directly or not. Presentation code stays out of every
     analysis's key, since no analysis imports it (tests/test_layers.py)."""
-    todo, seen = [name], set()
+    todo, texts = [name], {}
     while todo:
         module = todo.pop()
-        if module in seen:
+        if module in texts:
             continue
         path = module_path(module, package_dir)
         if path is None:
             raise ValueError(f"code_version: {module!r} is no module of the package {package_dir.name}")
-        seen.add(module)
-        todo += [i.module for i in imports(path, package_dir) if i.own]
+        texts[module] = path.read_text()
+        todo += [i.module for i in _imports(path, package_dir, texts[module]) if i.own]
     digest = hashlib.sha256()
-    for module in sorted(seen):
-        tree = _strip_docstrings(ast.parse(module_path(module, package_dir).read_text()))
-        digest.update(f"{module}\0{ast.dump(tree)}\0".encode())
+    for module in sorted(texts):
+        digest.update(f"{module}\0{_code(texts[module])}\0".encode())
     return digest.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def _code(text: str) -> str:
+    """A module's syntax tree without docstrings, dumped (what its key hashes): cached by the text."""
+    return ast.dump(_strip_docstrings(ast.parse(text)))
