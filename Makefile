@@ -73,10 +73,11 @@ browser:
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 ## unit: ruff (the house checks, pyproject.toml) over the package, tests, tools and notebooks, then the fast tests
-## (synthetic attention with known answers; under 3 minutes)
+## (synthetic attention with known answers) in TEST_WORKERS processes (pytest-xdist; about a minute and a half)
+TEST_WORKERS ?= 2
 unit: setup
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -m "not slow and not browser" tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not browser" tests
 
 ## slow: subprocesses, torchrun, the memory run, the benchmark and the browser tests (headless chromium)
 slow: setup browser
