@@ -8,7 +8,8 @@ Methods (each in its own fresh subprocess, so peak RSS is per method):
 
   bare   transformers alone: the tokenizer on a whole batch of pairs (padded), then the forward pass with
          output_attentions=True, tensors discarded. No word alignment, no checks: what any analysis must pay.
-  floor  encoder.attention_batches(...) with output_attentions=True, tensors discarded: the bare forward pass.
+  floor  encoder.attention_batches(...), tensors discarded: the kit's own forward pass (inputs prepared and
+         word-aligned one by one, the layers' maps stacked into one tensor).
   kit    bertlook_utils.extract.reduce(encoder, segments, [TokenStats(), EntropyStats()], cache_dir=None):
          streaming extraction, running sums only.
   kit_js the kit with notebook 07's streaming Jensen-Shannon distances between every pair of heads as well
@@ -171,26 +172,20 @@ def run_floor(encoder, segments, batch_size):
     return {"segments_seen": n}, None
 
 
-def run_kit(encoder, segments, batch_size):
-    from bertlook_utils import extract, surface
+def run_kit(encoder, segments, batch_size, distances: bool = False):
+    from bertlook_utils import clustering, extract, surface
 
     _Timed.seconds = {}
     timed = [_Timed(surface.TokenStats()), _Timed(surface.EntropyStats())]
-    tokens, entropy = extract.reduce(encoder, segments, timed, batch_size=batch_size, cache_dir=None,
-                                     progress=False)
+    timed += [_Timed(clustering.JSDistances())] if distances else []
+    tokens, entropy, *_ = extract.reduce(encoder, segments, timed, batch_size=batch_size, cache_dir=None,
+                                         progress=False)
     info = {"segments_seen": tokens.count, "reducer_seconds": dict(_Timed.seconds)}
     return info, _frames_to_json(tokens.frame(), entropy.frame())
 
 
 def run_kit_js(encoder, segments, batch_size):
-    from bertlook_utils import clustering, extract, surface
-
-    _Timed.seconds = {}
-    timed = [_Timed(surface.TokenStats()), _Timed(surface.EntropyStats()), _Timed(clustering.JSDistances())]
-    tokens, entropy, _ = extract.reduce(encoder, segments, timed, batch_size=batch_size, cache_dir=None,
-                                        progress=False)
-    info = {"segments_seen": tokens.count, "reducer_seconds": dict(_Timed.seconds)}
-    return info, _frames_to_json(tokens.frame(), entropy.frame())
+    return run_kit(encoder, segments, batch_size, distances=True)
 
 
 def run_naive(encoder, segments, batch_size):
@@ -266,6 +261,7 @@ def child(method: str, n: int, batch_size: int, threads: int, warmup: bool, size
     peak_rearmed = _reset_peak()
 
     runner = RUNNERS[method]
+    keep_stats = SIZES[size] is None  # a random-weight model's statistics mean nothing: only its cost is kept
     warmup_seconds = None
     if warmup:  # one batch, same code path, not timed, results thrown away
         start = time.perf_counter()
@@ -296,7 +292,7 @@ def child(method: str, n: int, batch_size: int, threads: int, warmup: bool, size
         "peak_rearmed": peak_rearmed,
         "warmup_seconds": warmup_seconds, "setup_seconds": setup_seconds,
         "mean_tokens": sum(n_tokens) / len(n_tokens), "max_tokens": max(n_tokens),
-        "contention": contention, **info, "stats": stats,
+        "contention": contention, **info, "stats": stats if keep_stats else None,
     }
 
 
@@ -361,8 +357,8 @@ def agreement(runs: list[dict]) -> dict[str, float]:
         other = by.get((size, "naive", n))
         if method != "kit" or other is None:
             continue
-        out[str(n) if size == "default" else f"{size}/{n}"] = max(abs(a - b) for col in run["stats"]
-                          for a, b in zip(run["stats"][col], other["stats"][col]))
+        out[str(n) if size == "default" else f"{size}/{n}"] = max(
+            abs(a - b) for col in run["stats"] for a, b in zip(run["stats"][col], other["stats"][col]))
     return out
 
 
