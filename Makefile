@@ -19,6 +19,11 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export BERTLOOK_MODEL := $(MODEL)
 FAST ?=
 export BERTLOOK_FAST := $(FAST)
+# DEVICE=cpu|cuda|cuda:N: where `make run` (and prefill, report, extract) runs the model; empty: a CUDA GPU when torch
+# sees one, else the CPU. The committed notebooks were executed on the CPU, so `make test` and `make notebooks` run
+# them there whatever DEVICE says (a GPU's results differ in their last digits).
+DEVICE ?=
+export BERTLOOK_DEVICE := $(DEVICE)
 
 .PHONY: setup assets browser run test unit slow nbval notebooks slides book report extract bench lab prefill clean \
 	cache-pack cache-unpack
@@ -45,7 +50,8 @@ $(STAMP): pyproject.toml requirements.lock Makefile  # the Makefile: its --no-de
 	touch $(STAMP)
 
 ## run: execute every notebook with the default model into build/*.html, then build/report.md; with MODEL=<name or
-## folder>, with that model into build/models/<name>/, whose report puts it beside the default model
+## folder>, with that model into build/models/<name>/, whose report puts it beside the default model; DEVICE=cuda or
+## cpu picks where the model runs (default: a GPU when there is one)
 run: setup
 	$(PY) -m tools.export --to html --execute --out $(BUILD) $(NOTEBOOKS)
 	$(PY) -m bertlook_utils.present.report --out $(BUILD)/report.md $(if $(MODEL),--model default --model "$(MODEL)")
@@ -73,18 +79,19 @@ browser:
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 ## unit: ruff (the house checks, pyproject.toml) over the package, tests, tools and notebooks, then the fast tests
-## (synthetic attention with known answers) in TEST_WORKERS processes (pytest-xdist; about a minute and a half)
+## (synthetic attention with known answers) in TEST_WORKERS processes (pytest-xdist; about a minute and a half);
+## the tests, like the committed notebooks, run the model on the CPU
 TEST_WORKERS ?= 2
 unit: setup
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not browser" tests
+	BERTLOOK_DEVICE=cpu $(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not browser" tests
 
 ## slow: subprocesses, torchrun, the memory run, the benchmark and the browser tests (headless chromium)
 slow: setup browser
-	$(PY) -m pytest -q -m "slow or browser" tests
+	BERTLOOK_DEVICE=cpu $(PY) -m pytest -q -m "slow or browser" tests
 
 nbval: setup
-	$(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	BERTLOOK_DEVICE=cpu $(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout=1800 -p no:randomly $(NOTEBOOKS) $(TALK)
 
 ## notebooks: refresh navigation, re-execute the committed notebooks in place, regenerate the student copies
@@ -94,7 +101,7 @@ notebooks: setup
 	$(PY) -m tools.navigation
 	$(PY) -m tools.slides $(NOTEBOOKS) $(TALK)
 	$(PY) -m tools.widget_state $(NOTEBOOKS) $(TALK)
-	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.record_timing=False \
+	BERTLOOK_DEVICE=cpu $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.record_timing=False \
 		$(NOTEBOOKS) $(TALK)
 	$(PY) -m tools.student_copy
 

@@ -3,6 +3,7 @@
     python -m benchmarks.bench                 # N=1000 for all three methods, plus kit/naive/floor at N/4
     python benchmarks/bench.py --n 200 --no-flatness --methods floor kit
     python -m benchmarks.bench --sizes default base large --methods floor kit kit_js --n 1000 --no-flatness
+    python -m benchmarks.bench --device cuda --sizes base large --methods bare kit kit_js --no-flatness
 
 Methods (each in its own fresh subprocess, so peak RSS is per method):
 
@@ -24,10 +25,13 @@ the default model's tokenizer, built locally once into build/bench-models/<size>
 statistics of random weights mean nothing, and none is reported for them). The naive method keeps every map:
 at BERT-large size 1,000 segments of 128 tokens hold about 25 GB, so run it there only on small N.
 
-Model loading and segment building are not timed. Each child sets torch.set_num_threads(2) (override with
---threads), runs one warm-up batch (not timed, not counted), then times the whole method with
-time.perf_counter. Memory: `peak_rss_mb` is the child's lifetime peak (resource.getrusage ru_maxrss);
-`growth_mb` is the peak RSS reached while running the method (warm-up included) minus the RSS right after
+--device (cpu, cuda; default: $BERTLOOK_DEVICE, else a GPU when torch sees one) is where every child runs the
+model (`load_encoder`); the maps come back to the CPU for the reducers either way, so on a GPU even `bare` includes
+that copy (the model's outputs are CPU tensors, `models.place`), and `gpu_peak_mb` is torch's peak of allocated GPU
+memory during the method. Model loading and segment building are not timed. Each child sets
+torch.set_num_threads(2) (override with --threads), runs one warm-up batch (not timed, not counted), then times
+the whole method with time.perf_counter. Memory: `peak_rss_mb` is the child's lifetime peak (resource.getrusage
+ru_maxrss); `growth_mb` is the peak RSS reached while running the method (warm-up included) minus the RSS right after
 loading the model and building the segments: what the method itself holds. The peak is re-armed at that
 point through /proc/self/clear_refs (Linux); where that is unavailable growth is ru_maxrss - baseline,
 which can under-report when loading peaked higher.
@@ -268,6 +272,8 @@ def child(method: str, n: int, batch_size: int, threads: int, warmup: bool, size
         runner(encoder, segments[:batch_size], batch_size)
         warmup_seconds = time.perf_counter() - start
 
+    if encoder.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     cpu_before = _cpu_snapshot()
     start = time.perf_counter()
     info, stats = runner(encoder, segments, batch_size)
@@ -278,10 +284,12 @@ def child(method: str, n: int, batch_size: int, threads: int, warmup: bool, size
         busy, steal, own = (b - a for a, b in zip(cpu_before, cpu_after))
         contention = {"own_cpu_s": own, "other_cpu_s": max(0.0, busy - own), "steal_s": steal}
 
+    gpu_peak = torch.cuda.max_memory_allocated() / MB if encoder.device.type == "cuda" else None
     method_peak = _ru_maxrss_bytes()
     lifetime_peak = max(setup_peak, method_peak) if peak_rearmed else method_peak
     return {
-        "method": method, "size": size, "n_layers": encoder.n_layers, "n_heads": encoder.n_heads,
+        "method": method, "size": size, "device": str(encoder.device), "gpu_peak_mb": gpu_peak,
+        "n_layers": encoder.n_layers, "n_heads": encoder.n_heads,
         "hidden_size": encoder.model.config.hidden_size, "n": n, "batch_size": batch_size, "threads": threads,
         "package_sha256": code,
         "seconds": seconds, "segments_per_s": n / seconds,
@@ -337,7 +345,9 @@ def summarise(runs: list[dict]) -> list[dict]:
                      "segments_per_s": n / seconds,
                      "peak_rss_mb": max(r["peak_rss_mb"] for r in group),
                      "growth_mb": max(r["growth_mb"] for r in group),
-                     "other_cpu_s": max(_other_cpu(r) for r in group)})
+                     "other_cpu_s": max(_other_cpu(r) for r in group),
+                     "device": group[0].get("device", "cpu"),
+                     "gpu_peak_mb": max((r.get("gpu_peak_mb") or 0 for r in group), default=0) or None})
     for reference in ("floor", "bare"):
         times = {(r["size"], r["n"]): r["seconds"] for r in rows if r["method"] == reference}
         for row in rows:
@@ -363,13 +373,15 @@ def agreement(runs: list[dict]) -> dict[str, float]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| size | method | N | seconds | segments/s | peak RSS MB | growth MB | time / floor | time / bare |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| size | device | method | N | seconds | segments/s | peak RSS MB | growth MB | GPU peak MB | "
+             "time / floor | time / bare |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         floor, bare = (f"{r[key]:.2f}x" if r.get(key) is not None else "-"
                        for key in ("ratio_to_floor", "ratio_to_bare"))
-        lines.append(f"| {r['size']} | {r['method']} | {r['n']} | {r['seconds']:.1f} | {r['segments_per_s']:.2f} | "
-                     f"{r['peak_rss_mb']:.0f} | {r['growth_mb']:.0f} | {floor} | {bare} |")
+        gpu = f"{r['gpu_peak_mb']:.0f}" if r.get("gpu_peak_mb") else "-"
+        lines.append(f"| {r['size']} | {r.get('device', 'cpu')} | {r['method']} | {r['n']} | {r['seconds']:.1f} | "
+                     f"{r['segments_per_s']:.2f} | {r['peak_rss_mb']:.0f} | {r['growth_mb']:.0f} | {gpu} | {floor} | "
+                     f"{bare} |")
     return "\n".join(lines)
 
 
@@ -426,6 +438,8 @@ def main(argv=None) -> int:
     parser.add_argument("--retry-noisy", type=int, default=2,
                         help="rerun a run up to this many times while other processes used >5%% of a core "
                              "during it (shared machines); the least disturbed attempt is kept (default 2)")
+    parser.add_argument("--device", help="where the children run the model: cpu, cuda or cuda:N (default: "
+                        "$BERTLOOK_DEVICE, else a GPU when torch sees one)")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads in each child (default 2)")
     parser.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up batch")
     parser.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
@@ -437,6 +451,8 @@ def main(argv=None) -> int:
         args.result_file.write_text(json.dumps(result))
         return 0
 
+    if args.device:
+        os.environ["BERTLOOK_DEVICE"] = args.device  # the children inherit it (`_env`)
     sizes = [args.n]
     if not args.no_flatness:
         flat_n = args.flat_n or max(1, args.n // 4)
@@ -469,7 +485,7 @@ def main(argv=None) -> int:
     results = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(),
                "code": {**code_before, "changed_during_run": changed},
                "settings": {"n": args.n, "sizes": sizes, "model_sizes": args.sizes, "batch_size": args.batch_size,
-                            "threads": args.threads,
+                            "threads": args.threads, "device": args.device or os.environ.get("BERTLOOK_DEVICE"),
                             "warmup": not args.no_warmup, "repeat": args.repeat, "seed": 0,
                             "retry_noisy": args.retry_noisy},
                "summary": rows, "kit_vs_naive_max_abs_diff": agreement(runs), "runs": runs,

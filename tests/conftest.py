@@ -27,10 +27,11 @@ settings.load_profile("bertlook")
 # -- the real model and data (once per session) ------------------------------------------------------
 @pytest.fixture(scope="session")
 def encoder():
-    """The embedded default encoder (all-MiniLM-L6-v2, 6 layers x 12 heads), loaded once."""
+    """The embedded default encoder (all-MiniLM-L6-v2, 6 layers x 12 heads), loaded once, on the CPU (the tests'
+    known answers and the committed notebooks' numbers are the CPU's)."""
     from bertlook_utils import load_encoder
 
-    return load_encoder()
+    return load_encoder(device="cpu")
 
 
 @pytest.fixture(scope="session")

@@ -57,4 +57,6 @@ def test_each_size_is_compared_with_its_own_floor():
     rows = {(r["size"], r["method"]): r["ratio_to_floor"] for r in bench.summarise(runs)}
     assert rows == {("default", "floor"): 1.0, ("default", "kit"): 1.25, ("large", "floor"): 1.0,
                     ("large", "kit_js"): 1.5}
-    assert "| large | kit_js | 8 |" in bench.table(bench.summarise(runs))
+    assert "| large | cpu | kit_js | 8 |" in bench.table(bench.summarise(runs))
+    on_gpu = [dict(run, device="cuda:0", gpu_peak_mb=512.0) for run in runs[:2]]
+    assert "| default | cuda:0 | kit | 8 | 2.5 | 3.20 | 1 | 1 | 512 | 1.25x |" in bench.table(bench.summarise(on_gpu))

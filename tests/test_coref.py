@@ -182,7 +182,7 @@ class OracleEncoder:
     def prepare(self, a, b=None, max_tokens=None):  # every passage is valid input
         assert tuple(a) in self.by_words
 
-    def batches(self, items, batch_size=32, attention=True, max_tokens=None):
+    def batches(self, items, batch_size=32, attention=True, max_tokens=None, reuse=False):
         items = list(items)
         for start in range(0, len(items), batch_size):
             chunk = items[start:start + batch_size]

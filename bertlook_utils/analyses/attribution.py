@@ -175,7 +175,7 @@ def scaled_probabilities(tuned: FineTuned, prepared, scales: np.ndarray) -> np.n
     if scales.ndim != 2 or scales.shape[1] != len(prepared.tokens):
         raise ValueError(f"scales must be [K, {len(prepared.tokens)}], got {tuple(scales.shape)}")
     hook = encoder.model.get_input_embeddings().register_forward_hook(
-        lambda module, args, out: out * scales[..., None].to(out.dtype))
+        lambda module, args, out: out * scales[..., None].to(out))  # on the model's device
     try:
         return _probabilities(tuned, encoder.pad([prepared] * len(scales))).double().numpy()
     finally:
@@ -221,11 +221,11 @@ def explain(tuned: FineTuned, item, max_flow_tokens: int = 64) -> Explanation:
     finally:
         for hook in hooks:
             hook.remove()
-    grad_x_input = (gradient * captured["e"]).sum(-1)[0].detach().double().numpy()
+    grad_x_input = (gradient * captured["e"]).sum(-1)[0].detach().cpu().double().numpy()  # captured on the device
     attn = torch.stack(out.attentions, 1)[0].detach().double().numpy()  # [L, H, n, n]
     short = len(prepared.tokens) <= max_flow_tokens
     by_layer = {"attention": attn.mean(1)[:, 0] @ to_words.T, "rollout": rollout(attn)[:, 0] @ to_words.T}
-    by_token = {**_released(attn, short), "gradient": logit_gradient.sum(-1)[0].abs().double().numpy()}
+    by_token = {**_released(attn, short), "gradient": logit_gradient.sum(-1)[0].abs().cpu().double().numpy()}
     flow_row = flow_to_words(attn, 0, to_words > 0) if short else np.full(len(words), np.nan)
     dropped = []
     for w in words:

@@ -149,7 +149,7 @@ def scan_logits(model: torch.nn.Module, head: torch.nn.Module, inputs: dict[str,
     finally:
         for hook in hooks:
             hook.remove()
-    if len(entering) != len(layers) or not torch.equal(leaving[0], last):
+    if len(entering) != len(layers) or not torch.equal(leaving[0].cpu(), last):  # `last`: on the CPU (`models.place`)
         raise ValueError(f"{type(model).__name__}'s last hidden state is not its last layer's output (or a layer "
                          "ran without its inputs passing through it): the fast scan needs a BERT-family encoder "
                          "(BERT, RoBERTa, ELECTRA, DistilBERT)")
@@ -167,7 +167,7 @@ def scan_logits(model: torch.nn.Module, head: torch.nn.Module, inputs: dict[str,
 
     first_token = _first_token_step(layers[top])
     if first_token is not None and not torch.allclose(
-            first_token(entering[top][0][0], last_mask(1), _unchanged, top), last[:, 0], rtol=1e-4, atol=1e-5):
+            first_token(entering[top][0][0], last_mask(1), _unchanged, top).cpu(), last[:, 0], rtol=1e-4, atol=1e-5):
         first_token = None  # BERT-like names, other computation: run the whole last layer
     logits = [head(last[:, 0]).unsqueeze(1)]
     whole_layers = []
@@ -179,7 +179,7 @@ def scan_logits(model: torch.nn.Module, head: torch.nn.Module, inputs: dict[str,
                 args, kwargs = arguments(index, len(variants))
                 hidden = _hidden(layers[index](hidden, *args, **kwargs))
         cls = first_token(hidden, last_mask(len(variants)), edit, top) if first_token is not None else hidden[:, 0]
-        out = head(cls).view(len(variants), batch_size, -1).transpose(0, 1)  # [B, H + 1, C]
+        out = head(cls.cpu()).view(len(variants), batch_size, -1).transpose(0, 1)  # [B, H + 1, C]; the head: CPU
         logits.append(out[:, :n_heads])
         whole_layers.append(out[:, n_heads:])
     return torch.cat(logits + whole_layers, 1).float()

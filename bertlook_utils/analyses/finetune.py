@@ -121,7 +121,7 @@ def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int 
         folder = entry_path(cache_dir, f"finetune-{data.name}", encoder.fingerprint, data.fingerprint(), settings,
                             version=code_version(__name__)).with_suffix("")
         if (folder / META_FILE).exists():
-            return load_finetuned(folder)
+            return load_finetuned(folder, encoder.device, encoder.precision)
     tuned = encoder.copy()
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -166,17 +166,19 @@ def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int 
         (tmp / META_FILE).write_text(json.dumps(meta))
 
     save_folder(folder, model, tuned.tokenizer, write_head)
-    return load_finetuned(folder)
+    return load_finetuned(folder, encoder.device, encoder.precision)
 
 
-def load_finetuned(folder: Path | str) -> FineTuned:
-    """A fine-tuned model saved by `finetune` (its folder in the cache)."""
+def load_finetuned(folder: Path | str, device: str | torch.device | None = None,
+                   precision: str | None = None) -> FineTuned:
+    """A fine-tuned model saved by `finetune` (its folder in the cache), its encoder on `device` with `precision`
+    (`load_encoder`); its head stays on the CPU, where the encoder's outputs are (`models.place`)."""
     folder = Path(folder)
     meta_path = folder / META_FILE
     if not meta_path.exists():
         raise FileNotFoundError(f"{folder} is not a fine-tuned model folder (no {META_FILE}); run finetune() first")
     meta = json.loads(meta_path.read_text())
-    encoder = load_encoder(folder)
+    encoder = load_encoder(folder, device, precision)
     head = torch.nn.Linear(encoder.model.config.hidden_size, len(meta["labels"]))
     head.load_state_dict(torch.load(folder / HEAD_FILE, weights_only=True))
     return FineTuned(meta["task"], encoder, head.eval(), folder, meta["max_length"], pd.DataFrame(meta["history"]))

@@ -47,7 +47,7 @@ from ..core.frames import frame_arrays, frame_from
 from ..core.conventions import head_frame
 from ..engine.extract import Batch, RowReducer, batches, reduce
 from ..core.intervals import mean_interval
-from ..core.models import Encoder
+from ..core.models import Encoder, place
 
 CATEGORIES = ("sep", "cls", "punct", "other")
 CONDITIONS = (("sink", "all", "renormalise"), ("sink", "all", "uniform"),
@@ -149,7 +149,7 @@ def objective_for(encoder: Encoder) -> Objective:
     from transformers import AutoModelForMaskedLM
 
     model = AutoModelForMaskedLM.from_pretrained(encoder.folder, attn_implementation="eager")
-    return MaskedLM(model, encoder.tokenizer.mask_token_id)
+    return MaskedLM(place(model, encoder.device), encoder.tokenizer.mask_token_id)
 
 
 # -- gradient importance ----------------------------------------------------------------------------
@@ -228,8 +228,9 @@ class AttentionGradients(RowReducer):
             loss = self.objective.loss(self.module, batch, seeds)
         grads = capture.gradients(loss.sum())
         layers = sorted(grads)
-        gradient = torch.stack([_per_category(grads[layer].abs(), batch, True) for layer in layers], 1)
-        attention = torch.stack([_per_category(capture.probs[layer].detach(), batch, False) for layer in layers], 1)
+        gradient = torch.stack([_per_category(grads[layer].abs().cpu(), batch, True) for layer in layers], 1)
+        attention = torch.stack([_per_category(capture.probs[layer].detach().cpu(), batch, False) for layer in layers],
+                                1)
         self.add(gradient=gradient.double().numpy(), attention=attention.double().numpy())
 
 
@@ -413,7 +414,8 @@ def value_norms(encoder: Encoder, items: Sequence, batch_size: int = 8) -> pd.Da
             attn = attn.double()
             mass = torch.stack([(attn * category_mask(batch, c)[:, None, None, :]).sum(-1) for c in ("cls", "sep")], -1)
             per_layer["attention"].append((mass * rows[..., None]).sum(2) / rows.sum(-1)[..., None])  # [B, H, 2]
-            values = intervene.value_projection(model, layer)(out.hidden_states[layer]).double()  # [B, T, D]
+            entering = out.hidden_states[layer].to(encoder.device)  # the outputs are on the CPU (`models.place`)
+            values = intervene.value_projection(model, layer)(entering).cpu().double()  # [B, T, D]
             size = values.shape[-1] // n_heads
             by_head = values.unflatten(-1, (n_heads, size)).transpose(1, 2)  # [B, H, T, size]
             per_layer["value"].append(_per_category_mean(by_head.norm(dim=-1), batch))
@@ -421,7 +423,7 @@ def value_norms(encoder: Encoder, items: Sequence, batch_size: int = 8) -> pd.Da
             if dense is None:
                 per_layer["output"].append(torch.full_like(per_layer["value"][-1], float("nan")))
             else:
-                weight = dense.weight.double().T.unflatten(0, (n_heads, size))  # [H, size, hidden]
+                weight = dense.weight.cpu().double().T.unflatten(0, (n_heads, size))  # [H, size, hidden]
                 written = torch.einsum("bhts,hsd->bhtd", by_head, weight)
                 per_layer["output"].append(_per_category_mean(written.norm(dim=-1), batch))
         for name, arrays in per_layer.items():

@@ -167,5 +167,5 @@ def head_values(encoder: Encoder, item, layer: int, head: int) -> tuple[np.ndarr
         batch = next(batches(encoder, [item]))
     finally:
         hook.remove()
-    values = captured["values"][0].unflatten(-1, (encoder.n_heads, -1))[:, head - 1]  # [n, d]
+    values = captured["values"][0].cpu().unflatten(-1, (encoder.n_heads, -1))[:, head - 1]  # [n, d]
     return batch.attn[0, layer - 1, head - 1].double().numpy(), values.double().numpy(), list(batch.inputs[0].tokens)

@@ -41,12 +41,12 @@ def mask_edit(mask: torch.Tensor, drain: torch.Tensor | None = None, cls: torch.
     def edit(layer: int, probs: torch.Tensor) -> torch.Tensor:  # probs [B, H, T, T]
         if drain is not None and drain[..., layer, :].any():
             flags = drain[..., layer, :]
-            flags = flags.reshape(*flags.shape[:-1], -1, 1, 1).to(probs.dtype)  # [(B,) H, 1, 1]
-            column = cls[:, None, None, :].to(probs.dtype)  # [B, 1, 1, T]
-            receivers = (valid & ~cls)[:, None, None, :].to(probs.dtype)
+            flags = flags.reshape(*flags.shape[:-1], -1, 1, 1).to(probs)  # [(B,) H, 1, 1]
+            column = cls[:, None, None, :].to(probs)  # [B, 1, 1, T]
+            receivers = (valid & ~cls)[:, None, None, :].to(probs)
             probs = intervene.redistribute(probs, probs * column * flags, receivers, "renormalise")
         scale = mask[..., layer, :]
-        return probs * scale.reshape(*scale.shape[:-1], -1, 1, 1).to(probs.dtype)
+        return probs * scale.reshape(*scale.shape[:-1], -1, 1, 1).to(probs)  # on the model's device, in its dtype
 
     return edit
 

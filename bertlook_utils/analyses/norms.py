@@ -60,16 +60,24 @@ def attention_layernorm(model: nn.Module, layer: int) -> nn.LayerNorm:
 
 def head_vectors(model: nn.Module, layer: int, hidden: torch.Tensor, n_heads: int) -> torch.Tensor:
     """hidden [B, T, D] (layer `layer`'s input, 0-based) -> f(x) [B, H, T, D]: each head's value vectors through
-    its slice of the output projection (b_V included, b_O not)."""
+    its slice of the output projection (b_V included, b_O not). `hidden` may be on the CPU whatever the model's
+    device (the model's outputs are, `models.place`): the projection runs on the model's device, the result is
+    on the CPU."""
     dense = output_projection(model, layer)
     if dense is None:
         raise ValueError(f"found no attention output projection in layer {layer} of {type(model).__name__}; the "
                          "norm analysis needs BERT, RoBERTa, ELECTRA or DistilBERT weights")
-    values = intervene.value_projection(model, layer)(hidden)
+    values = intervene.value_projection(model, layer)(hidden.to(dense.weight.device)).cpu()
     size = values.shape[-1] // n_heads
     by_head = values.unflatten(-1, (n_heads, size)).transpose(1, 2)  # [B, H, T, size]
-    weight = dense.weight.T.unflatten(0, (n_heads, size))  # [H, size, D]
+    weight = dense.weight.cpu().T.unflatten(0, (n_heads, size))  # [H, size, D]
     return torch.matmul(by_head, weight)  # [B, H, T, D]
+
+
+def _output_bias(model: nn.Module, layer: int, width: int) -> torch.Tensor:
+    """float64 [D] on the CPU: b_O of layer `layer`'s attention output projection (zeros where it has none)."""
+    b_out = output_projection(model, layer).bias
+    return torch.zeros(width, dtype=torch.float64) if b_out is None else b_out.cpu().double()
 
 
 @dataclass
@@ -99,14 +107,13 @@ def decompose_layer(model: nn.Module, layer: int, hidden: torch.Tensor, attn: to
     n = hidden.shape[0]
     z = mixed.clone()
     z[torch.arange(n), torch.arange(n)] += hidden
-    b_out = output_projection(model, layer).bias
-    b_out = torch.zeros(hidden.shape[-1], dtype=torch.float64) if b_out is None else b_out.double()
+    b_out = _output_bias(model, layer, hidden.shape[-1])
     norm = attention_layernorm(model, layer)
     s = z.sum(1) + b_out  # [n, D]: what the LayerNorm reads
     std = torch.sqrt(s.var(-1, unbiased=False) + norm.eps)  # [n]
-    gamma = norm.weight.double()
+    gamma = norm.weight.cpu().double()
     normed = gamma * (z - z.mean(-1, keepdim=True)) / std[:, None, None]
-    bias = gamma * (b_out - b_out.mean()) / std[:, None] + norm.bias.double()
+    bias = gamma * (b_out - b_out.mean()) / std[:, None] + norm.bias.cpu().double()
     return LayerTerms(f, mixed, hidden, z, normed, bias)
 
 
@@ -123,7 +130,7 @@ def contribution_norms(model: nn.Module, layer: int, hidden: torch.Tensor, attn:
     hidden, attn = hidden.double(), attn.double()
     f = head_vectors(model, layer, hidden[None].to(model.dtype), n_heads)[0].double()  # [H, n, D]
     norm = attention_layernorm(model, layer)
-    gamma = norm.weight.double()
+    gamma = norm.weight.cpu().double()
     weights = attn.permute(2, 1, 0).contiguous()  # [j, i, H]
 
     def quadratic(vectors: torch.Tensor) -> torch.Tensor:  # [H, n, D] -> [n, n]: ‖Σ_h α^h_ij v^h_j‖
@@ -138,8 +145,7 @@ def contribution_norms(model: nn.Module, layer: int, hidden: torch.Tensor, attn:
     n = hidden.shape[0]
     own = (attn.diagonal(dim1=-2, dim2=-1)[..., None] * f).sum(0)  # Σ_h α^h_ii f^h(x_i) [n, D]
     context = torch.bmm(attn, f).sum(0) - own  # Σ_{j≠i} Σ_h α^h_ij f^h(x_j) [n, D]
-    b_out = output_projection(model, layer).bias
-    b_out = torch.zeros(hidden.shape[-1], dtype=torch.float64) if b_out is None else b_out.double()
+    b_out = _output_bias(model, layer, hidden.shape[-1])
     std = torch.sqrt((context + own + hidden + b_out).var(-1, unbiased=False) + norm.eps)  # what the LN reads
     eye = torch.eye(n, dtype=torch.bool)
     mixed = quadratic(f)
@@ -255,7 +261,8 @@ def decomposition_error(encoder: Encoder, item) -> float:
     input (a text, pair or segment): how exactly `decompose_layer` splits the block (float64 rounding only)."""
     outputs = {}
     hooks = [attention_layernorm(encoder.model, layer).register_forward_hook(
-        lambda module, args, out, layer=layer: outputs.__setitem__(layer, out)) for layer in range(encoder.n_layers)]
+        lambda module, args, out, layer=layer: outputs.__setitem__(layer, out.cpu()))  # inside the model: its device
+        for layer in range(encoder.n_layers)]
     try:
         batch = next(batches(encoder, [item], attention=False))
         out = encoder.model(**batch.model_inputs, output_attentions=True, output_hidden_states=True)

@@ -125,7 +125,7 @@ def word_vectors(words: Sequence[str], source: str = "spacy-md", encoder: Encode
     if source == "embeddings":
         if encoder is None:
             raise ValueError("vectors='embeddings' needs the encoder whose input embeddings to use")
-        table = encoder.model.get_input_embeddings().weight.detach().float().numpy()
+        table = encoder.model.get_input_embeddings().weight.detach().float().cpu().numpy()
         rows = np.zeros((len(words), table.shape[1]), dtype=np.float32)
         pieces = encoder.tokenizer(list(words), add_special_tokens=False)["input_ids"] if len(words) else []
         for i, ids in enumerate(pieces):

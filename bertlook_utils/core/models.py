@@ -7,6 +7,11 @@ sha256); `load_encoder("bert-base-uncased")` or `load_encoder("/path/to/folder")
 cuts inputs into padded batches: every analysis reaches the model through them (see `extract`).
 `random_init_encoder(encoder)` is the same architecture with random weights but the embeddings (Clark et al.'s
 random-init baseline).
+
+Devices: `load_encoder(..., device=None)` runs the model on a CUDA GPU when torch sees one, else on the CPU
+($BERTLOOK_DEVICE, or `device`, forces one). The model's inputs and outputs stay on the CPU either way: two hooks
+(`place`) move a batch to the model's device and bring every output back, so the analyses read CPU float32
+tensors on any device and only what runs inside the model (edits, captured activations) sees the device.
 """
 from __future__ import annotations
 
@@ -44,6 +49,10 @@ CAUSAL_PROBE = "The cat sat on the mat."  # the input on which a loaded model's 
 # take L * H * B * T^2 floats, so inputs of up to BUDGET_LENGTH tokens (the notebooks') batch by count alone, and
 # longer ones go fewer to a batch (512-token inputs a quarter as many), keeping the memory of a batch linear in T.
 BUDGET_LENGTH = 128
+DEVICE_VARIABLE, PRECISION_VARIABLE = "BERTLOOK_DEVICE", "BERTLOOK_PRECISION"
+# The attention maps' precision: float32, or autocast to bfloat16 / float16 inside `Encoder.attention` only (the
+# extraction path; gradients, fine-tuning and edits run in float32). The maps come back as float32 either way.
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 Text = str | Sequence[str]
 Item = Text | tuple[Text, Text | None]
@@ -100,7 +109,9 @@ class Encoder:
 
     weights_sha256: sha256 of the weight files it was loaded from, as published (None for a model built in memory);
     folder: where it was loaded from (None for a model built in memory); signed_attention: its maps may hold
-    negative weights and rows that do not sum to 1 (effective attention, see `identifiability`)."""
+    negative weights and rows that do not sum to 1 (effective attention, see `identifiability`); precision: of
+    the maps `attention` computes ("fp32", "bf16" or "fp16", see PRECISIONS). The model runs on its own device
+    (`device`) and reads and returns CPU tensors (`place`)."""
 
     name: str
     model: torch.nn.Module
@@ -109,10 +120,13 @@ class Encoder:
     max_tokens: int
     folder: Path | None = None
     signed_attention: bool = False
+    precision: str = "fp32"
     n_layers: int = field(init=False)
     n_heads: int = field(init=False)
 
     def __post_init__(self):
+        _check_precision(self.precision, "precision")
+        place(self.model)
         config = self.model.config
         self.n_layers = config.num_hidden_layers
         self.n_heads = config.num_attention_heads
@@ -126,17 +140,32 @@ class Encoder:
         self._space_before_words = _splits_words_at_spaces(tok)
 
     def __repr__(self) -> str:
-        return f"Encoder({self.name!r}, {self.n_layers} layers x {self.n_heads} heads)"
+        placed = "" if self.placement == ("cpu", "fp32") else f", {self.device.type}, {self.precision}"
+        return f"Encoder({self.name!r}, {self.n_layers} layers x {self.n_heads} heads{placed})"
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model's weights are (and its forward passes run)."""
+        return next(self.model.parameters()).device
+
+    @property
+    def placement(self) -> tuple[str, str]:
+        """(device type, precision): what besides the weights decides a result's last digits."""
+        return self.device.type, self.precision
 
     @property
     def fingerprint(self) -> str:
         """sha256 of what determines its numbers: the weights as they are in memory now (a trained or edited copy
-        differs from its files), the configuration, the tokenizer, the model's class and whether its maps are
-        signed. The model part of every cache key; computed on each use (about 0.1 s for the default model)."""
+        differs from its files), the configuration, the tokenizer, the model's class, whether its maps are
+        signed and, off the CPU in float32, the device type and precision (a GPU's kernels sum in another order,
+        and bf16 rounds, so every number the model computes differs in its last digits). The model part of every
+        cache key; computed on each use (about 0.1 s for the default model)."""
         kind = type(self.model)
-        parts = (weights_fingerprint(self.model), config_fingerprint(self.model.config),
+        parts = [weights_fingerprint(self.model), config_fingerprint(self.model.config),
                  tokenizer_fingerprint(self.tokenizer), f"{kind.__module__}.{kind.__qualname__}",
-                 f"signed={self.signed_attention}")
+                 f"signed={self.signed_attention}"]
+        if self.placement != ("cpu", "fp32"):
+            parts.append("placement={}/{}".format(*self.placement))
         return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
     # -- tokenization -------------------------------------------------------------------------------
@@ -144,7 +173,7 @@ class Encoder:
         """A copy with its own weights (same tokenizer; its fingerprint follows its weights once they change): for
         training or editing without touching `model`."""
         return Encoder(self.name, copy.deepcopy(self.model), self.tokenizer, self.weights_sha256, self.max_tokens,
-                       self.folder, self.signed_attention)
+                       self.folder, self.signed_attention, self.precision)
 
     def prepare(self, a: Text, b: Text | None = None, max_tokens: int | None = None) -> Prepared:
         """Tokenize one input (a string or a list of pre-split words, optionally a pair) and align words.
@@ -255,21 +284,28 @@ class Encoder:
         return inputs
 
     def batches(self, items: Iterable[Item], batch_size: int = 16, attention: bool = True,
-                max_tokens: int | None = None
+                max_tokens: int | None = None, reuse: bool = False
                 ) -> Iterator[tuple[list[Prepared], dict[str, torch.Tensor], torch.Tensor | None]]:
         """Stream (prepared inputs, padded model inputs, attn [B, L, H, T, T] float32 or None) batch by batch,
         in the order given; attention=False skips the forward pass (for callers that run the model
-        themselves, e.g. with gradients). max_tokens: see `prepare`.
+        themselves, e.g. with gradients). max_tokens: see `prepare`. reuse: write every batch's maps into one
+        buffer (as large as the largest batch's) instead of new memory each time, so a batch's `attn` is
+        overwritten by the next: for consumers that keep nothing of it (`extract.reduce`'s reducers).
 
         A batch takes the next inputs while it holds at most batch_size of them and at most
         batch_size * BUDGET_LENGTH tokens once padded (B * T), and always at least one."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         batch: list[Prepared] = []
+        buffer = torch.empty(0) if reuse else None
 
         def emit():
+            nonlocal buffer
             inputs = self.pad(batch)
-            return batch, inputs, self.attention(inputs) if attention else None
+            attn = self.attention(inputs, buffer) if attention else None
+            if reuse and attn is not None and attn.numel() > buffer.numel():
+                buffer = attn.view(-1)
+            return batch, inputs, attn
 
         for item in items:
             a, b = _unpack(item)
@@ -295,20 +331,27 @@ class Encoder:
             yield prepared, attn, inputs["attention_mask"].bool()
 
     @torch.inference_mode()
-    def attention(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """attn [B, L, H, T, T] float32 of a padded batch (`pad`).
+    def attention(self, inputs: dict[str, torch.Tensor], buffer: torch.Tensor | None = None) -> torch.Tensor:
+        """attn [B, L, H, T, T] float32 of a padded batch (`pad`), written into `buffer` (float32, flat) when it is
+        large enough, else into new memory.
 
         Each layer's map is copied into the result and released at once, so the maps are held about once, not
         twice (the model's per-layer tuple and a stacked copy): the result's pages are written as the layers'
-        are freed."""
-        out = self.model(**inputs, output_attentions=True)
+        are freed. Under precision "bf16" or "fp16" the forward pass is autocast to it (the maps come back
+        float32)."""
+        low = PRECISIONS[self.precision]
+        with torch.autocast(self.device.type, dtype=low, enabled=low is not None):
+            out = self.model(**inputs, output_attentions=True)
         layers = list(getattr(out, "attentions", None) or [None])
         del out  # `layers` holds the only references to the maps
         if any(a is None for a in layers):
             raise RuntimeError(f"{self.name} returned no attention maps; BERTLook needs a model that can output "
                                "its attention probabilities (eager attention, output_attentions=True)")
         size, heads, width = layers[0].shape[:3]
-        attn = torch.empty((size, len(layers), heads, width, width), dtype=torch.float32)
+        shape = (size, len(layers), heads, width, width)
+        count = size * len(layers) * heads * width * width
+        fits = buffer is not None and buffer.numel() >= count
+        attn = buffer[:count].view(shape) if fits else torch.empty(shape, dtype=torch.float32)
         for i in range(len(layers)):
             attn[:, i] = layers[i]
             layers[i] = None
@@ -586,12 +629,18 @@ def model_name(text: str | None) -> str | None:
     return None if text is None or text.strip() in ("", "default") else text
 
 
-def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
-    """Load an encoder with eager attention in eval mode.
+def load_encoder(name_or_path: str | os.PathLike | None = None, device: str | torch.device | None = None,
+                 precision: str | None = None) -> Encoder:
+    """Load an encoder with eager attention in eval mode, on `device` (`pick_device`).
 
     None: the embedded default (all-MiniLM-L6-v2), verified against its sha256. Otherwise a local folder
     or a Hugging Face name (needs the network or a local cache). Refuses a folder that asks to run its own code
-    (an auto_map) before transformers reads it, and a decoder (causal attention)."""
+    (an auto_map) before transformers reads it, and a decoder (causal attention). precision: of the attention
+    maps ("fp32", "bf16" or "fp16"; None: $BERTLOOK_PRECISION, else "fp32"; see PRECISIONS)."""
+    device = pick_device(device)
+    precision = _check_precision(precision if precision is not None else
+                                 os.environ.get(PRECISION_VARIABLE) or "fp32",
+                                 "precision" if precision is not None else f"${PRECISION_VARIABLE}")
     name, folder = _resolve(name_or_path)
     _check_folder(folder)
     from transformers import AutoModel, AutoTokenizer
@@ -603,11 +652,76 @@ def load_encoder(name_or_path: str | os.PathLike | None = None) -> Encoder:
         model, info = AutoModel.from_pretrained(folder, attn_implementation="eager", output_loading_info=True,
                                                 trust_remote_code=False)
     _check_loaded(name, info)
-    model.eval()
+    place(model.eval(), device)
     weights_sha256 = DEFAULT_SHA256 if name_or_path is None else _weights_sha256(folder)
-    encoder = Encoder(name, model, tokenizer, weights_sha256, _max_tokens(model, tokenizer), folder)
+    encoder = Encoder(name, model, tokenizer, weights_sha256, _max_tokens(model, tokenizer), folder,
+                      precision=precision)
     _check_bidirectional(encoder)
     return encoder
+
+
+# -- devices ----------------------------------------------------------------------------------------
+def pick_device(device: str | torch.device | None = None) -> torch.device:
+    """The device a model runs on: `device` ("cpu", "cuda", "cuda:1" or a torch.device) when given, else
+    $BERTLOOK_DEVICE when set, else the first CUDA GPU when torch sees one, else the CPU."""
+    where = "device"
+    if device is None and os.environ.get(DEVICE_VARIABLE, "").strip():
+        device, where = os.environ[DEVICE_VARIABLE].strip(), f"${DEVICE_VARIABLE}"
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        found = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"{where}={device!r} is not a device: give 'cpu', 'cuda' or 'cuda:N'") from None
+    if found.type not in ("cpu", "cuda"):
+        raise ValueError(f"{where}={device!r}: BERTLook runs on the CPU or a CUDA GPU; give 'cpu', 'cuda' or 'cuda:N'")
+    if found.type == "cuda" and (not torch.cuda.is_available() or (found.index or 0) >= torch.cuda.device_count()):
+        raise ValueError(f"{where}={device!r}, but torch sees {torch.cuda.device_count()} CUDA GPU(s) here; give "
+                         "'cpu', or leave it unset to use a GPU only when there is one")
+    return found
+
+
+def _check_precision(precision: str, where: str) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"{where}={precision!r}: give one of {', '.join(map(repr, PRECISIONS))}")
+    return precision
+
+
+def place(model: torch.nn.Module, device: torch.device | None = None) -> torch.nn.Module:
+    """`model`, moved to `device` (when given) and hooked (once) so that its forward pass takes CPU inputs and gives
+    CPU outputs wherever its weights are: tensors among its arguments go to its device, tensors among its outputs
+    come back to the CPU (bfloat16 and float16 ones as float32). On the CPU in float32 both hooks hand back the
+    very tensors they get."""
+    if device is not None:
+        model.to(device)
+    if not getattr(model, "_bertlook_placed", False):
+        model.register_forward_pre_hook(_inputs_to_device, with_kwargs=True)
+        model.register_forward_hook(_outputs_to_cpu)
+        model._bertlook_placed = True
+    return model
+
+
+def _inputs_to_device(module, args, kwargs):
+    device = next(module.parameters()).device
+    move = lambda x: x.to(device) if isinstance(x, torch.Tensor) else x  # noqa: E731
+    return tuple(map(move, args)), {k: move(v) for k, v in kwargs.items()}
+
+
+def _outputs_to_cpu(module, args, output):
+    return _on_cpu(output)
+
+
+def _on_cpu(value):
+    """`value` with every tensor in it (in a ModelOutput, tuple or list) on the CPU, half precision as float32."""
+    if isinstance(value, torch.Tensor):
+        value = value.cpu()
+        return value.float() if value.dtype in (torch.bfloat16, torch.float16) else value
+    if isinstance(value, dict):  # a transformers ModelOutput (an OrderedDict) or a plain dict
+        moved = {k: _on_cpu(v) for k, v in value.items()}
+        return type(value)(**moved) if type(value) is not dict else moved
+    if isinstance(value, (tuple, list)):
+        return type(value)(_on_cpu(v) for v in value)
+    return value
 
 
 def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str = DEFAULT_CACHE_DIR) -> Encoder:
@@ -628,6 +742,6 @@ def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str =
         else:
             model.get_input_embeddings().load_state_dict(encoder.model.get_input_embeddings().state_dict())
         save_folder(folder, model, encoder.tokenizer)
-    random_encoder = load_encoder(folder)
+    random_encoder = load_encoder(folder, encoder.device, encoder.precision)
     random_encoder.name = f"{encoder.name} (random init, seed {seed})"
     return random_encoder

@@ -129,11 +129,12 @@ def encoded_batches(encodeds: Iterable[Encoded]) -> Iterator[Batch]:
 
 
 def batches(encoder: Encoder, items: Sequence, batch_size: int = 32, attention: bool = True,
-            max_tokens: int | None = None, start: int = 0) -> Iterator[Batch]:
+            max_tokens: int | None = None, start: int = 0, reuse: bool = False) -> Iterator[Batch]:
     """`Batch`es of `items` (segments, texts or (a, b) pairs) in the order given: the one way from inputs to
     the model. attention=False leaves `attn` None (callers that run the model themselves, with gradients or
-    edits, use `model_inputs`); max_tokens cuts each input (`Encoder.prepare`); start numbers the first input."""
-    for prepared, inputs, attn in encoder.batches(map(_as_item, items), batch_size, attention, max_tokens):
+    edits, use `model_inputs`); max_tokens cuts each input (`Encoder.prepare`); start numbers the first input;
+    reuse: each batch's `attn` overwrites the last one's (`Encoder.batches`)."""
+    for prepared, inputs, attn in encoder.batches(map(_as_item, items), batch_size, attention, max_tokens, reuse):
         yield Batch.build(attn, inputs["attention_mask"].bool(), prepared, encoder.cls_token, encoder.sep_token,
                           start, inputs, encoder.signed_attention)
         start += len(prepared)
@@ -146,7 +147,8 @@ class Reducer:
     empty reducer with the same settings (one per block).
 
     `needs_attention`: whether `update` reads `batch.attn`. A reducer that runs the model itself (with
-    gradients, or with edited attention) sets it False; a pass whose reducers all do runs no forward pass."""
+    gradients, or with edited attention) sets it False; a pass whose reducers all do runs no forward pass.
+    `update` keeps no view of `batch.attn`: the next batch's maps are written into the same memory."""
 
     name = "reducer"
     needs_attention = True
@@ -307,7 +309,7 @@ def _pass(encoder: Encoder, items: Sequence, start: int, reducers: list[Reducer]
     """Results of fresh copies of `reducers` over `items` (a block beginning at input `start`)."""
     fresh = [r.fresh() for r in reducers]
     attention = any(r.needs_attention for r in fresh)
-    for batch in batches(encoder, items, batch_size, attention, max_tokens, start):
+    for batch in batches(encoder, items, batch_size, attention, max_tokens, start, reuse=True):
         for reducer in fresh:
             reducer.update(batch)
         bar.update(len(batch.inputs))

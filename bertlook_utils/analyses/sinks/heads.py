@@ -63,7 +63,8 @@ def _attention_module(model: nn.Module, layer: int) -> nn.Module:
 def queries_keys(model: nn.Module, layer: int, hidden: torch.Tensor, n_heads: int
                  ) -> tuple[torch.Tensor, torch.Tensor, float]:
     """hidden [B, T, D], the input of layer `layer` (1-indexed: `hidden_states[layer - 1]`) -> queries and keys
-    [B, H, T, d] (biases included, the model's dtype) and the scaling of their dot products (1 / sqrt(d))."""
+    [B, H, T, d] (biases included, the model's dtype; on the CPU, wherever the model is) and the scaling of their
+    dot products (1 / sqrt(d))."""
     check_index(layer, len(intervene.encoder_layers(model)), "layer")
     attention = _attention_module(model, layer - 1)
     for q_name, k_name in PROJECTION_NAMES:
@@ -79,7 +80,8 @@ def queries_keys(model: nn.Module, layer: int, hidden: torch.Tensor, n_heads: in
     def by_head(x: torch.Tensor) -> torch.Tensor:
         return x.unflatten(-1, (n_heads, x.shape[-1] // n_heads)).transpose(1, 2)
 
-    q, k = by_head(query(hidden)), by_head(key(hidden))
+    on_model = hidden.to(query.weight.device)
+    q, k = by_head(query(on_model).cpu()), by_head(key(on_model).cpu())
     return q, k, float(getattr(attention, "scaling", q.shape[-1] ** -0.5))
 
 

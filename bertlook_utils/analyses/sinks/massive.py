@@ -328,7 +328,7 @@ def set_hidden(model: nn.Module, layer: int, batch_index, position, dimension, v
             if len(index[i]) and not (0 <= int(index[i].min()) and int(index[i].max()) < size):
                 raise ValueError(f"{name} must lie in 0-{size - 1} for hidden states of shape {tuple(hidden.shape)}")
         edited = hidden.clone()
-        edited[index] = values.to(dtype=hidden.dtype, device=hidden.device)
+        edited[tuple(i.to(hidden.device) for i in index)] = values.to(hidden)  # inside the model: its device
         return (edited, *output[1:]) if isinstance(output, tuple) else edited
 
     handle = module.register_forward_hook(hook)
@@ -472,7 +472,7 @@ def layernorm_outliers(encoder: Encoder, k: float = OUTLIER_SIGMAS, min_share: f
     for layer in range(1, encoder.n_layers + 1):
         norm = layernorm(encoder.model, layer, which)
         for parameter in ("weight", "bias"):
-            values = getattr(norm, parameter).detach().double().numpy()
+            values = getattr(norm, parameter).detach().cpu().double().numpy()
             std = values.std()
             z = (values - values.mean()) / std if std > 0 else np.zeros_like(values)
             flags[parameter].append(np.abs(z) > k)
@@ -507,7 +507,7 @@ def disabled_layernorm(model: nn.Module, dims: Sequence[int], layers: Sequence[i
     (1-indexed; None: all) as Kovaleva et al. disabled them; on exit (also after an error) the saved values are
     put back exactly. No dims: nothing changes."""
     norms = [layernorm(model, layer, which) for layer in _layers(model, layers)]
-    index = torch.tensor(_dims(dims, norms[0].weight.shape[0]), dtype=torch.long)
+    index = torch.tensor(_dims(dims, norms[0].weight.shape[0]), dtype=torch.long, device=norms[0].weight.device)
     saved = [(norm.weight.detach()[index].clone(), norm.bias.detach()[index].clone()) for norm in norms]
     try:
         with torch.no_grad():

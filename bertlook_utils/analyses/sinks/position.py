@@ -134,7 +134,7 @@ def word_embeddings(encoder: Encoder, content_ids: torch.Tensor) -> torch.Tensor
     table = encoder.model.get_input_embeddings()
     if content_ids.numel() and not 0 <= int(content_ids.min()) <= int(content_ids.max()) < table.num_embeddings:
         raise ValueError(f"content_ids must be token ids from 0 to {table.num_embeddings - 1}")
-    return table(content_ids)
+    return table(content_ids.to(table.weight.device)).cpu()  # the model's inputs live on the CPU (`models.place`)
 
 
 @dataclass(frozen=True)
