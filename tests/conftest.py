@@ -28,10 +28,11 @@ settings.load_profile("bertlook")
 @pytest.fixture(scope="session")
 def encoder():
     """The embedded default encoder (all-MiniLM-L6-v2, 6 layers x 12 heads), loaded once, on the CPU (the tests'
-    known answers and the committed notebooks' numbers are the CPU's)."""
+    known answers and the committed notebooks' numbers are the CPU's) unless $BERTLOOK_TEST_DEVICE names another
+    device (benchmarks/device_check.py runs the tests on a GPU)."""
     from bertlook_utils import load_encoder
 
-    return load_encoder(device="cpu")
+    return load_encoder(device=os.environ.get("BERTLOOK_TEST_DEVICE") or "cpu")
 
 
 @pytest.fixture(scope="session")

@@ -109,3 +109,11 @@ def test_a_reused_buffer_gives_each_batch_the_maps_of_a_fresh_one(encoder):
         pointers.add(attn.untyped_storage().data_ptr())
     assert len(pointers) < len(reused)  # the memory was reused ...
     assert all(torch.equal(a, b) for a, b in zip(fresh, reused))  # ... and every batch's maps are its own
+
+
+def test_the_device_check_says_it_did_not_run_where_there_is_no_gpu(monkeypatch, capsys):
+    from benchmarks import device_check
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert device_check.main(["--steps", "agree"]) == 3
+    assert "the device checks were not run" in capsys.readouterr().out
