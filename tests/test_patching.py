@@ -43,3 +43,11 @@ def test_inputs_that_cannot_align_and_unknown_components_are_refused(encoder):
         patching.patched_outputs(encoder, base, base, [[("mlp", 6, None)]])
     with pytest.raises(ValueError, match="head 12 is out of range"):
         patching.patched_outputs(encoder, base, base, [[("head", 0, 12)]])
+
+
+def test_all_heads_of_a_layer_together_are_its_attention_block(encoder):
+    base, source = _pad(encoder, BASE), _pad(encoder, SOURCE)
+    heads = [("head", 1, h) for h in range(encoder.n_heads)]
+    out = patching.patched_outputs(encoder, base, source, [heads, [("attention", 1, None)], [("head", 1, 0)]])
+    assert (out[0] - out[1]).abs().max() < 1e-5  # the projection is linear: every head's input gives its output
+    assert (out[2] - out[1]).abs().max() > 1e-4  # one head is not all of them

@@ -2,8 +2,9 @@
 
 Components of layer l (0-based here, 1-indexed in tables): `("head", l, h)`, head h's context vectors (its slice of
 the input of the attention output projection, before the heads are mixed); `("attention", l, None)`, the attention
-block's output after its LayerNorm; `("mlp", l, None)`, the feed-forward block's second projection (before the
-residual and the LayerNorm); `("layer", l, None)`, the whole layer's output.
+block's own output (that projection's output, before the residual and the LayerNorm: after them it would be the
+whole residual stream); `("mlp", l, None)`, the feed-forward block's second projection (before the residual and
+the LayerNorm); `("layer", l, None)`, the whole layer's output (everything up to there).
 
     patched = patched_outputs(encoder, base, source, components)   # [len(components), T, D] last layer states
 
@@ -21,7 +22,6 @@ from torch import nn
 from ..core import intervene
 from ..core.models import Encoder
 from .gradients import output_projection
-from .norms import attention_layernorm
 
 KINDS = ("head", "attention", "mlp", "layer")
 MLP_NAMES = ("output.dense", "ffn.lin2")  # BERT, RoBERTa, ELECTRA; DistilBERT
@@ -40,19 +40,17 @@ def every_component(encoder: Encoder) -> list[Component]:
 
 def _module(model: nn.Module, component: Component) -> tuple[nn.Module, bool]:
     """(the module whose activation the component is, whether it is that module's input rather than its output)."""
-    kind, layer, head = component
+    kind, layer, _ = component
     if kind not in KINDS:
         raise ValueError(f"a component's kind must be one of {KINDS}, got {kind!r}")
     layers = intervene.encoder_layers(model)
     if not 0 <= layer < len(layers):
         raise ValueError(f"layer {layer} is out of range: the model has layers 0-{len(layers) - 1} (0-based)")
-    if kind == "head":
+    if kind in ("head", "attention"):
         projection = output_projection(model, layer)
         if projection is None:
             raise ValueError(f"found no attention output projection in layer {layer} of {type(model).__name__}")
-        return projection, True
-    if kind == "attention":
-        return attention_layernorm(model, layer), False
+        return projection, kind == "head"
     if kind == "mlp":
         modules = dict(layers[layer].named_modules())
         found = [modules[name] for name in MLP_NAMES if isinstance(modules.get(name), nn.Linear)]
@@ -88,16 +86,17 @@ def patched_outputs(encoder: Encoder, base: dict[str, torch.Tensor], source: dic
     if not sets:
         raise ValueError("give at least one set of components to patch")
     model, n_heads = encoder.model, encoder.n_heads
-    where = {c: _module(model, c) for components in sets for c in components}
-    captured: dict[nn.Module, torch.Tensor] = {}
-    modules = {module: is_input for module, is_input in where.values()}
+    where = {c: _module(model, c) for components in sets for c in components}  # c -> (module, is_input)
+    sites = set(where.values())
+    captured: dict[tuple[nn.Module, bool], torch.Tensor] = {}
 
     def keep(module, is_input):
         if is_input:
-            return module.register_forward_pre_hook(lambda m, args: captured.__setitem__(m, args[0].clone()))
-        return module.register_forward_hook(lambda m, args, out: captured.__setitem__(m, _first(out).clone()))
+            return module.register_forward_pre_hook(lambda m, args: captured.__setitem__((m, True), args[0].clone()))
+        return module.register_forward_hook(
+            lambda m, args, out: captured.__setitem__((m, False), _first(out).clone()))
 
-    hooks = [keep(module, is_input) for module, is_input in modules.items()]
+    hooks = [keep(module, is_input) for module, is_input in sites]
     try:
         model(**source)
     finally:
@@ -105,27 +104,27 @@ def patched_outputs(encoder: Encoder, base: dict[str, torch.Tensor], source: dic
             hook.remove()
 
     copies = {key: value.repeat(len(sets), 1) for key, value in base.items()}
-    by_module: dict[nn.Module, list[tuple[int, Component]]] = {}
+    by_site: dict[tuple[nn.Module, bool], list[tuple[int, Component]]] = {}
     for row, components in enumerate(sets):
         for c in components:
-            by_module.setdefault(where[c][0], []).append((row, c))
+            by_site.setdefault(where[c], []).append((row, c))
 
-    def patch(module, value):
+    def patch(site, value):
         value = value.clone()
-        for row, c in by_module[module]:
+        for row, c in by_site[site]:
             index = _select(value, c, n_heads)
-            value[row][index] = captured[module][0][index]
+            value[row][index] = captured[site][0][index]
         return value
 
     def edit(module, is_input):
         if is_input:
-            return module.register_forward_pre_hook(lambda m, args: (patch(m, args[0]), *args[1:]))
+            return module.register_forward_pre_hook(lambda m, args: (patch((m, True), args[0]), *args[1:]))
 
         def after(m, args, out):
-            return (patch(m, out[0]), *out[1:]) if isinstance(out, tuple) else patch(m, out)
+            return (patch((m, False), out[0]), *out[1:]) if isinstance(out, tuple) else patch((m, False), out)
         return module.register_forward_hook(after)
 
-    hooks = [edit(module, is_input) for module, is_input in modules.items()]
+    hooks = [edit(module, is_input) for module, is_input in sites]
     try:
         return model(**copies).last_hidden_state
     finally:

@@ -1,0 +1,35 @@
+"""Term pairs from the real corpus, and the restored share on its controls."""
+import numpy as np
+import pytest
+
+from bertlook_utils.analyses import termheads
+from bertlook_utils.data import termpairs
+
+
+@pytest.fixture(scope="module")
+def pairs(encoder):
+    return termpairs.term_pairs(encoder.tokenizer, n=3, seed=0)
+
+
+def test_a_pair_differs_in_one_word_and_aligns_every_token(encoder, pairs):
+    for pair in pairs:
+        differ = [i for i, (a, b) in enumerate(zip(pair.base, pair.relevant)) if a != b]
+        assert differ == [pair.position] and pair.relevant[pair.position] == pair.query
+        assert [w.lower() for w in pair.base].count(pair.query) == 1  # once in the base, twice in the relevant one
+        assert [w.lower() for w in pair.relevant].count(pair.query) == 2
+        assert len(encoder.prepare(list(pair.base)).tokens) == len(encoder.prepare(list(pair.relevant)).tokens)
+    assert pairs == termpairs.term_pairs(encoder.tokenizer, n=3, seed=0)  # seeded
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        termpairs.term_pairs(encoder.tokenizer, n=0)
+
+
+def test_the_self_patch_restores_nothing_and_the_last_layer_everything(encoder, pairs):
+    last = ("layer", encoder.n_layers - 1, None)
+    sets = [[("head", 0, 0)], [("attention", 2, None)], [last]]
+    shares, gaps = termheads.restored_shares(encoder, pairs, sets)
+    assert shares.shape == (3, 3) and (gaps != 0).all()
+    np.testing.assert_allclose(shares[:, 2], 1.0, atol=1e-4)
+    self_patch, _ = termheads.restored_shares(encoder, pairs, sets, source="base")
+    np.testing.assert_allclose(self_patch, 0.0, atol=1e-3)
+    with pytest.raises(ValueError, match="source must be one of"):
+        termheads.restored_shares(encoder, pairs, sets, source="query")
