@@ -33,3 +33,20 @@ def test_the_self_patch_restores_nothing_and_the_last_layer_everything(encoder, 
     np.testing.assert_allclose(self_patch, 0.0, atol=1e-3)
     with pytest.raises(ValueError, match="source must be one of"):
         termheads.restored_shares(encoder, pairs, sets, source="query")
+
+
+def test_the_cached_pass_matches_the_direct_one_and_random_sets_are_seeded(encoder, pairs, tmp_path):
+    sets = [[("head", 5, 10)], [("mlp", 4, None)]]
+    direct, gaps = termheads.restored_shares(encoder, pairs, sets)
+    cached, cached_gaps = termheads.shares(encoder, pairs, sets, cache_dir=tmp_path, progress=False)
+    np.testing.assert_allclose(cached, direct, atol=1e-6)
+    np.testing.assert_allclose(cached_gaps, gaps, atol=1e-7)
+    again, _ = termheads.shares(encoder, pairs, sets, cache_dir=tmp_path, progress=False)
+    np.testing.assert_array_equal(again, cached)
+    drawn = termheads.random_head_sets(encoder, size=3, n=4, seed=1)
+    assert drawn == termheads.random_head_sets(encoder, size=3, n=4, seed=1) and len(drawn) == 4
+    assert all(len(set(s)) == 3 and all(c[0] == "head" for c in s) for s in drawn)
+    assert termheads.component_label(("head", 5, 10)) == "6-11"
+    assert termheads.component_label(("mlp", 2, None)) == "mlp 3"
+    with pytest.raises(ValueError, match="size must be between 1 and 72"):
+        termheads.random_head_sets(encoder, size=73, n=1)

@@ -11,14 +11,20 @@ the base run (`patching.patched_outputs`) restores
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
+from ..core.cache import DEFAULT_CACHE_DIR
+from ..core.intervals import mean_interval
 from ..core.models import Encoder
 from ..data.termpairs import TermPair
-from .patching import Component, patched_outputs
+from ..engine.extract import Batch, RowReducer, reduce
+from .patching import Component, every_component, patched_outputs
 
 SOURCES = ("relevant", "base")  # "base": the self-patch control, which must restore nothing
 
@@ -45,3 +51,69 @@ def restored_shares(encoder: Encoder, pairs: Sequence[TermPair], sets: Sequence[
         gaps.append(high - low)
         shares.append((patched - low) / (high - low))
     return np.array(shares), np.array(gaps)
+
+
+def pairs_key(pairs: Sequence[TermPair]) -> str:
+    """sha256 of the pairs (every field), for cache keys."""
+    return hashlib.sha256(json.dumps([list(map(str, vars(p).values())) for p in pairs]).encode()).hexdigest()
+
+
+class SharesRows(RowReducer):
+    """Per pair: `shares` [len(sets)] and `gap` (see `restored_shares`)."""
+
+    name = "term-shares"
+    needs_attention = False
+
+    def __init__(self, encoder: Encoder, pairs: Sequence[TermPair], sets: Sequence[Sequence[Component]],
+                 source: str):
+        super().__init__()
+        self.encoder, self.pairs, self.sets, self.source = encoder, pairs, [list(map(list, s)) for s in sets], source
+
+    @property
+    def key(self) -> str:
+        sets = hashlib.sha256(json.dumps(self.sets).encode()).hexdigest()[:16]
+        return f"{self.name}-{self.source}-{sets}-{pairs_key(self.pairs)[:16]}"
+
+    def update(self, batch: Batch) -> None:
+        chosen = self.pairs[batch.start:batch.start + len(batch.inputs)]
+        shares, gaps = restored_shares(self.encoder, chosen, [[tuple(c) for c in s] for s in self.sets], self.source)
+        self.add(shares=shares, gap=gaps)
+
+
+def shares(encoder: Encoder, pairs: Sequence[TermPair], sets: Sequence[Sequence[Component]],
+           source: str = "relevant", cache_dir=DEFAULT_CACHE_DIR, progress: bool = True
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """`restored_shares` of every pair, in one cached streaming pass (`extract.reduce`)."""
+    if not pairs:
+        raise ValueError("no pairs: give at least one TermPair")
+    (rows,) = reduce(encoder, [list(p.base) for p in pairs], [SharesRows(encoder, pairs, sets, source)],
+                     batch_size=4, cache_dir=cache_dir, progress=progress, desc="patching")
+    result = rows.result()
+    return result["shares"], result["gap"]
+
+
+def component_label(component: Component) -> str:
+    """"6-11" for head 11 of layer 6 (1-indexed, as every table prints heads), "attention 3", "mlp 3", "layer 6"."""
+    kind, layer, head = component
+    return f"{layer + 1}-{head + 1}" if kind == "head" else f"{kind} {layer + 1}"
+
+
+def scan(encoder: Encoder, pairs: Sequence[TermPair], **options) -> pd.DataFrame:
+    """Every component patched alone (`patching.every_component`): one row each, `component`, `kind`, `layer`
+    (1-indexed), `head` (1-indexed, 0 for a block), `share` (mean over pairs) with a 95 % t-interval, sorted from
+    the largest share."""
+    components = every_component(encoder)
+    found, _ = shares(encoder, pairs, [[c] for c in components], **options)
+    rows = [(component_label(c), c[0], c[1] + 1, 0 if c[2] is None else c[2] + 1, *mean_interval(found[:, i]))
+            for i, c in enumerate(components)]
+    frame = pd.DataFrame(rows, columns=["component", "kind", "layer", "head", "share", "low", "high"])
+    return frame.sort_values("share", ascending=False, ignore_index=True)
+
+
+def random_head_sets(encoder: Encoder, size: int, n: int, seed: int = 0) -> list[list[Component]]:
+    """`n` sets of `size` distinct heads drawn at random (seeded), the control for a chosen set of that size."""
+    heads = [c for c in every_component(encoder) if c[0] == "head"]
+    if not 0 < size <= len(heads):
+        raise ValueError(f"size must be between 1 and {len(heads)}, got {size}")
+    rng = np.random.default_rng(seed)
+    return [[heads[i] for i in sorted(rng.choice(len(heads), size, replace=False))] for _ in range(n)]
