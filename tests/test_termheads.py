@@ -50,3 +50,12 @@ def test_the_cached_pass_matches_the_direct_one_and_random_sets_are_seeded(encod
     assert termheads.component_label(("mlp", 2, None)) == "mlp 3"
     with pytest.raises(ValueError, match="size must be between 1 and 72"):
         termheads.random_head_sets(encoder, size=73, n=1)
+
+
+def test_the_scan_keeps_pairs_with_a_clear_gap_only(encoder, pairs, tmp_path):
+    _, gaps = termheads.restored_shares(encoder, pairs, [[("mlp", 0, None)]])
+    frame = termheads.scan(encoder, pairs, min_gap=float(np.sort(gaps)[1]), cache_dir=tmp_path, progress=False)
+    assert len(frame) == encoder.n_layers * (encoder.n_heads + 2) and (frame["pairs"] == 2).all()
+    assert frame["share"].is_monotonic_decreasing and (frame["low"] <= frame["share"]).all()
+    with pytest.raises(ValueError, match="only 0 of 3 pairs"):
+        termheads.scan(encoder, pairs, min_gap=10.0, cache_dir=tmp_path, progress=False)

@@ -27,6 +27,7 @@ from ..engine.extract import Batch, RowReducer, reduce
 from .patching import Component, every_component, patched_outputs
 
 SOURCES = ("relevant", "base")  # "base": the self-patch control, which must restore nothing
+MIN_GAP = 0.01  # a pair counts when the relevant passage beats the base by this much: a share of a gap near 0 is noise
 
 
 @torch.inference_mode()
@@ -98,15 +99,18 @@ def component_label(component: Component) -> str:
     return f"{layer + 1}-{head + 1}" if kind == "head" else f"{kind} {layer + 1}"
 
 
-def scan(encoder: Encoder, pairs: Sequence[TermPair], **options) -> pd.DataFrame:
+def scan(encoder: Encoder, pairs: Sequence[TermPair], min_gap: float = MIN_GAP, **options) -> pd.DataFrame:
     """Every component patched alone (`patching.every_component`): one row each, `component`, `kind`, `layer`
-    (1-indexed), `head` (1-indexed, 0 for a block), `share` (mean over pairs) with a 95 % t-interval, sorted from
-    the largest share."""
+    (1-indexed), `head` (1-indexed, 0 for a block), `share` (mean over the pairs whose gap is at least `min_gap`)
+    with a 95 % t-interval, `pairs` (how many), sorted from the largest share."""
     components = every_component(encoder)
-    found, _ = shares(encoder, pairs, [[c] for c in components], **options)
-    rows = [(component_label(c), c[0], c[1] + 1, 0 if c[2] is None else c[2] + 1, *mean_interval(found[:, i]))
-            for i, c in enumerate(components)]
-    frame = pd.DataFrame(rows, columns=["component", "kind", "layer", "head", "share", "low", "high"])
+    found, gaps = shares(encoder, pairs, [[c] for c in components], **options)
+    clear = gaps >= min_gap
+    if clear.sum() < 2:
+        raise ValueError(f"only {clear.sum()} of {len(gaps)} pairs have a relevance gap of at least {min_gap}")
+    rows = [(component_label(c), c[0], c[1] + 1, 0 if c[2] is None else c[2] + 1,
+             *mean_interval(found[clear, i]), int(clear.sum())) for i, c in enumerate(components)]
+    frame = pd.DataFrame(rows, columns=["component", "kind", "layer", "head", "share", "low", "high", "pairs"])
     return frame.sort_values("share", ascending=False, ignore_index=True)
 
 
