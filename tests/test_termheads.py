@@ -59,3 +59,14 @@ def test_the_scan_keeps_pairs_with_a_clear_gap_only(encoder, pairs, tmp_path):
     assert frame["share"].is_monotonic_decreasing and (frame["low"] <= frame["share"]).all()
     with pytest.raises(ValueError, match="only 0 of 3 pairs"):
         termheads.scan(encoder, pairs, min_gap=10.0, cache_dir=tmp_path, progress=False)
+
+
+def test_the_confirmation_puts_the_chosen_heads_beside_their_controls(encoder, pairs, tmp_path):
+    table = termheads.confirm(encoder, [("head", 5, 10), ("head", 5, 7)], pairs, n_random=3, min_gap=0.0,
+                              cache_dir=tmp_path, progress=False).set_index("set")
+    assert list(table.index) == ["chosen (6-11, 6-8)", "random sets of 2 heads (mean of 3)", "best random set",
+                                 "every head", "the last layer (everything)", "self-patch (chosen, from the base)"]
+    assert table.loc["the last layer (everything)", "share"] == pytest.approx(1.0, abs=1e-4)
+    assert table.loc["self-patch (chosen, from the base)", "share"] == pytest.approx(0.0, abs=1e-3)
+    random = table.loc["random sets of 2 heads (mean of 3)"]
+    assert random["low"] <= random["share"] <= random["high"] <= table.loc["best random set", "share"] + 1e-12
