@@ -13,6 +13,7 @@ import torch
 
 from bertlook_utils.analyses import sinks
 from bertlook_utils.lab.exercises import checker, nb11
+import solutions
 from tools import exercise_cells
 
 EXERCISES = {e.name: e for e in nb11.EXERCISES}
@@ -31,22 +32,15 @@ BODIES = {
 
 
 def _source(name: str) -> str:
-    """The solution cell as tools/exercise_cells writes it around the body."""
-    kept = (f"import numpy as np\n\n\ndef {name}(\n    {exercise_cells.BEGIN}\n{BODIES[name]}\n"
-            f"    {exercise_cells.END}")
-    return exercise_cells.solution_source(EXERCISES[name], kept)
+    return solutions.source(EXERCISES[name], BODIES[name])
 
 
 def _solution(name: str):
-    namespace: dict = {}
-    exec(_source(name), namespace)
-    return namespace[name]
+    return solutions.solution(EXERCISES[name], BODIES[name])
 
 
 def _fails(name: str, fn, encoder) -> str:
-    with pytest.raises(AssertionError) as error, np.errstate(all="ignore"):
-        checker.check(EXERCISES[name], fn, encoder)
-    return str(error.value)
+    return solutions.failure(EXERCISES[name], fn, encoder)
 
 
 def test_two_exercises_of_notebook_11_whose_cells_render_within_the_notebooks_width():

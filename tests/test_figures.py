@@ -18,8 +18,8 @@ from builders import PAIR_TOKENS, make_encoded, random_row_stochastic  # noqa: E
 from matplotlib.figure import Figure  # noqa: E402
 
 from bertlook_utils import (  # noqa: E402
-    attribution, clustering, coref, corefdata, disabling, figures, gradients, identifiability, norms, patterns, probes,
-    relations, syntax, tokentypes, viz)
+    attribution, clustering, coref, corefdata, disabling, figures, gradients, identifiability, mixing, norms, patterns,
+    probes, relations, scoreboard, syntax, tokentypes, viz)
 from bertlook_utils.analyses.sinks import heads as sinkheads, massive, position as sinkposition  # noqa: E402
 from bertlook_utils.conventions import head_frame  # noqa: E402
 from bertlook_utils.models import Encoded  # noqa: E402
@@ -456,12 +456,45 @@ CASES = {  # name -> a call of it on synthetic results
     "position_or_content": lambda: figures.position_or_content(position_frame()),
     "registers": lambda: figures.registers(register_frame()),
     "toy_variants": lambda: figures.toy_variants(toy_frame()),
+    "patching_scan": lambda: figures.patching_scan(scan_frame()),
+    "patching_controls": lambda: figures.patching_controls(controls_frame()),
+    "mixing_maps": lambda: figures.mixing_maps(PAIR_TOKENS[:6], {name: random_row_stochastic(rng, (L, 6, 6))
+                                                                 for name in mixing.METHODS}, layer=2),
+    "mixing_agreement": lambda: figures.mixing_agreement(planted_scoreboard().agreement()),
+    "deletion_curves": lambda: figures.deletion_curves(planted_scoreboard().curve_means()),
 }
+
+
+def scan_frame() -> pd.DataFrame:
+    """A `termheads.scan` frame of a 2 x 3 model: every head, attention block and MLP with a share and interval."""
+    rows = [(kind, layer, head) for layer in (1, 2) for kind, head in
+            [("head", 1), ("head", 2), ("head", 3), ("attention", 0), ("mlp", 0)]]
+    share = rng.uniform(-0.2, 0.6, len(rows))
+    return pd.DataFrame({"component": [f"{k} {la}-{h}" for k, la, h in rows], "kind": [r[0] for r in rows],
+                         "layer": [r[1] for r in rows], "head": [r[2] for r in rows], "share": share,
+                         "low": share - 0.05, "high": share + 0.05, "pairs": 9})
+
+
+def controls_frame() -> pd.DataFrame:
+    """A `termheads.confirm` table: the chosen set, its controls (the best random set without an interval)."""
+    return pd.DataFrame({"set": ["chosen (2-1, 2-3)", "random sets of 2 heads (mean of 5)", "best random set",
+                                 "every head", "the last layer (everything)", "self-patch (chosen, from the base)"],
+                         "share": [0.3, 0.0, 0.1, 0.5, 1.0, 0.0], "low": [0.2, -0.1, np.nan, 0.4, 1.0, 0.0],
+                         "high": [0.4, 0.1, np.nan, 0.6, 1.0, 0.0], "pairs": 9})
+
+
+def planted_scoreboard() -> scoreboard.Scoreboard:
+    """Deletion curves that grow with k (random below every method) and Spearman correlations near 0.7."""
+    n, depth, n_random = 5, 3, 4
+    curves = rng.uniform(0.05, 0.2, (n, len(scoreboard.SCORED) + n_random, depth)).cumsum(-1)
+    curves[:, len(scoreboard.SCORED):] *= 0.3
+    return scoreboard.Scoreboard(curves, rng.uniform(0.6, 0.8, (n, L, 5, 5)), depth, n_random)
 
 
 def public_figures() -> dict[str, object]:
     """name -> function, for every public function defined in the figure modules (one per paper)."""
-    return {name: f for module in (figures.clark, figures.kovaleva, figures.later, figures.recent)
+    return {name: f for module in (figures.clark, figures.kovaleva, figures.later, figures.recent,
+                                                      figures.causal)
             for name, f in inspect.getmembers(module, inspect.isfunction)
             if f.__module__ == module.__name__ and not name.startswith("_")}
 

@@ -22,10 +22,10 @@ from builders import PAIR_TOKENS, make_encoded, random_row_stochastic  # noqa: E
 import bertlook_utils  # noqa: E402
 from bertlook_utils import (  # noqa: E402
     conventions, coref, figures, identifiability, relations, syntax, tokentypes, views, viz, widgets)
-from bertlook_utils.exercises import checker  # noqa: E402
+from bertlook_utils.exercises import checker, nb12 as exercises_nb12  # noqa: E402
 from bertlook_utils.extract import Batch  # noqa: E402
 from bertlook_utils.parses import Sentence  # noqa: E402
-from bertlook_utils.readings import nb04  # noqa: E402
+from bertlook_utils.readings import nb04, nb12  # noqa: E402
 from bertlook_utils.analyses.sinks import heads as sink_heads, massive  # noqa: E402
 
 L, H = 2, 3  # the synthetic inputs' model; the tiny random BERT (fixture `tiny`) has 2 x 4
@@ -48,6 +48,8 @@ NOT_ONE_INDEXED = {
     # `head` is not an attention head: a classifier module, a word's syntactic head
     "analyses.disabling.scan_logits", "analyses.finetune.FineTuned.__init__", "data.corefdata.Mention.__init__",
     "data.parsecheck.Arc.__init__",
+    # 0-based on purpose, as intervene counts layers (the docstring says so); a reading's record
+    "analyses.mixing.value_zeroed_states", "lab.readings.nb12.MapsReading.__init__",
 }
 
 
@@ -153,6 +155,13 @@ CASES = {
     "present.widgets.HeadExplorer.__init__": (
         lambda layer, head, tiny: widgets.HeadExplorer([encoded()], layer, head), L, H),
     "present.widgets.head_explorer": (lambda layer, head, tiny: widgets.head_explorer([encoded()], layer, head), L, H),
+    "present.figures.causal.mixing_maps": (
+        lambda layer, head, tiny: figures.mixing_maps(PAIR_TOKENS[:3], {"attention": np.full((L, 3, 3), 1 / 3)},
+                                                      layer), L, None),
+    "lab.readings.nb12.one_sentence": (
+        lambda layer, head, tiny: nb12.one_sentence({"attention": np.full((L, 3, 3), 1 / 3)}, layer), L, None),
+    "lab.exercises.nb12.real_zeroed": (
+        lambda layer, head, tiny: exercises_nb12.real_zeroed(checker.RealInputs(tiny), layer), TINY[0], None),
     "lab.exercises.checker.RealInputs.head_map": (
         lambda layer, head, tiny: checker.RealInputs(tiny).head_map(layer, head), *TINY),
 }

@@ -26,6 +26,15 @@ def test_the_deletion_summary_ranks_by_the_gain_over_random_orders():
     assert table.set_index("method").loc["random", "gain"] == 0.0
 
 
+def test_the_mean_curves_average_the_random_orders_per_input_first():
+    curves = _planted().curve_means().set_index(["method", "k"])
+    assert len(curves) == (len(SCORED) + 1) * 2
+    assert curves.loc[("alti rollout", 2), "distance"] == pytest.approx(0.3, abs=1e-6)
+    assert curves.loc[("random", 1), "distance"] == pytest.approx(0.115, abs=1e-6)
+    low, high = curves.loc[("random", 1), ["low", "high"]]
+    assert low < 0.115 < high
+
+
 def test_the_agreement_table_reads_the_reference_column():
     table = _planted().agreement()
     assert set(table["method"]) == set(mixing.METHODS) - {"value_zeroing"} and table["layer"].max() == 6

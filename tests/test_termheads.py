@@ -1,5 +1,6 @@
 """Term pairs from the real corpus, and the restored share on its controls."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from bertlook_utils.analyses import termheads
@@ -70,3 +71,16 @@ def test_the_confirmation_puts_the_chosen_heads_beside_their_controls(encoder, p
     assert table.loc["self-patch (chosen, from the base)", "share"] == pytest.approx(0.0, abs=1e-3)
     random = table.loc["random sets of 2 heads (mean of 3)"]
     assert random["low"] <= random["share"] <= random["high"] <= table.loc["best random set", "share"] + 1e-12
+
+
+def test_relevance_is_the_gap_that_the_shares_divide_by_and_top_heads_reads_the_scan(encoder, pairs):
+    table = termheads.relevance(encoder, pairs)
+    _, gaps = termheads.restored_shares(encoder, pairs, [[("mlp", 0, None)]])
+    assert list(table["query"]) == [p.query for p in pairs] and list(table["replaced"]) == [p.replaced for p in pairs]
+    np.testing.assert_allclose(table["gap"], gaps, atol=1e-6)
+    np.testing.assert_allclose(table["relevant"] - table["base"], table["gap"], atol=1e-12)
+    found = pd.DataFrame({"kind": ["attention", "head", "head", "mlp", "head"], "layer": [6, 2, 6, 5, 1],
+                          "head": [0, 3, 11, 0, 1], "share": [0.9, 0.1, 0.3, 0.5, -0.2]})
+    assert termheads.top_heads(found, 2) == [("head", 5, 10), ("head", 1, 2)]  # 0-based, blocks skipped
+    with pytest.raises(ValueError, match="size must be between 1 and 3"):
+        termheads.top_heads(found, 4)

@@ -67,30 +67,36 @@ def rollout(maps: np.ndarray) -> np.ndarray:
 
 
 @torch.inference_mode()
-def value_zeroing(encoder: Encoder, item, layers: Sequence[int] | None = None) -> np.ndarray:
-    """Value Zeroing maps of one input (a text, pair or segment): [len(layers), n, n] (0-based layers; None:
-    all), row i column j = cosine distance of token i's output of the layer with token j's value vectors zeroed
-    there, rows normalised. One batch of n + 1 copies per layer: copy 0 unchanged, copy j + 1 without token j."""
-    layers = range(encoder.n_layers) if layers is None else list(layers)
+def value_zeroed_states(encoder: Encoder, item, layer: int) -> torch.Tensor:
+    """[n + 1, n, D] float64: layer `layer`'s output (0-based) for one input (a text, pair or segment), row 0
+    unchanged and row j + 1 with token j's value vectors (every head, bias included) zeroed in that layer. One
+    batch of n + 1 copies."""
+    if not 0 <= layer < encoder.n_layers:
+        raise ValueError(f"layers must lie in 0-{encoder.n_layers - 1} (0-based), got {layer}")
     batch = next(batches(encoder, [item], attention=False))
     n = int(batch.lengths[0])
     copies = {key: value.repeat(n + 1, 1) for key, value in batch.model_inputs.items()}
     rows = torch.arange(1, n + 1)
+
+    def zero(module, args, out):  # out [n + 1, T, D]: copy j + 1 loses token j's value vector
+        out = out.clone()
+        out[rows.to(out.device), rows.to(out.device) - 1] = 0
+        return out
+
+    hook = intervene.value_projection(encoder.model, layer).register_forward_hook(zero)
+    try:
+        return encoder.model(**copies, output_hidden_states=True).hidden_states[layer + 1][:, :n].double()
+    finally:
+        hook.remove()
+
+
+def value_zeroing(encoder: Encoder, item, layers: Sequence[int] | None = None) -> np.ndarray:
+    """Value Zeroing maps of one input (a text, pair or segment): [len(layers), n, n] (0-based layers; None:
+    all), row i column j = cosine distance of token i's output of the layer with token j's value vectors zeroed
+    there (`value_zeroed_states`), rows normalised."""
     maps = []
-    for layer in layers:
-        if not 0 <= layer < encoder.n_layers:
-            raise ValueError(f"layers must lie in 0-{encoder.n_layers - 1} (0-based), got {layer}")
-
-        def zero(module, args, out):  # out [n + 1, T, D]: copy j + 1 loses token j's value vector
-            out = out.clone()
-            out[rows.to(out.device), rows.to(out.device) - 1] = 0
-            return out
-
-        hook = intervene.value_projection(encoder.model, layer).register_forward_hook(zero)
-        try:
-            hidden = encoder.model(**copies, output_hidden_states=True).hidden_states[layer + 1][:, :n].double()
-        finally:
-            hook.remove()
+    for layer in range(encoder.n_layers) if layers is None else layers:
+        hidden = value_zeroed_states(encoder, item, layer)
         distance = 1 - torch.nn.functional.cosine_similarity(hidden[1:], hidden[:1], dim=-1)  # [j, i]
         maps.append(normalise_rows(distance.T.clamp_min(0).numpy()))
     return np.stack(maps)

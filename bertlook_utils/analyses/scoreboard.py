@@ -98,6 +98,15 @@ class Scoreboard:
         out = pd.DataFrame(rows, columns=["method", "area", "gain", "gain_low", "gain_high"])
         return out.sort_values("gain", ascending=False, ignore_index=True)
 
+    def curve_means(self) -> pd.DataFrame:
+        """Per method (SCORED, then "random": each input's mean over its random orders) and k = 1 … depth: the mean
+        `distance` over inputs after deleting the top k tokens, with a 95 % t-interval."""
+        random = self.curves[:, len(SCORED):].mean(1, keepdims=True)
+        curves = np.concatenate([self.curves[:, :len(SCORED)], random], 1)  # [N, M + 1, depth]
+        names = [*SCORED, "random"]
+        return pd.DataFrame([(name, k + 1, *mean_interval(curves[:, m, k])) for m, name in enumerate(names)
+                             for k in range(self.depth)], columns=["method", "k", "distance", "low", "high"])
+
     def agreement(self, reference: str = REFERENCE) -> pd.DataFrame:
         """Per layer (1-indexed) and map: the mean over inputs of its Spearman correlation with `reference`'s map,
         with a 95 % t-interval."""

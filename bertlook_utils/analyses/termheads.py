@@ -54,6 +54,18 @@ def restored_shares(encoder: Encoder, pairs: Sequence[TermPair], sets: Sequence[
     return np.array(shares), np.array(gaps)
 
 
+def relevance(encoder: Encoder, pairs: Sequence[TermPair]) -> pd.DataFrame:
+    """One row per pair: `query`, `replaced` (the base's word the query term stands in for), `base` and
+    `relevant` (each passage's relevance: cosine with the query's embedding), `gap` (relevant − base)."""
+    rows = []
+    for pair in pairs:
+        query, base, relevant = (_pooled(encoder, encoder.pad([encoder.prepare(list(words))]))
+                                 for words in ([pair.query], pair.base, pair.relevant))
+        low, high = (torch.cosine_similarity(query, x).item() for x in (base, relevant))
+        rows.append((pair.query, pair.replaced, low, high, high - low))
+    return pd.DataFrame(rows, columns=["query", "replaced", "base", "relevant", "gap"])
+
+
 def pairs_key(pairs: Sequence[TermPair]) -> str:
     """sha256 of the pairs (every field), for cache keys."""
     return hashlib.sha256(json.dumps([list(map(str, vars(p).values())) for p in pairs]).encode()).hexdigest()
@@ -112,6 +124,15 @@ def scan(encoder: Encoder, pairs: Sequence[TermPair], min_gap: float = MIN_GAP, 
              *mean_interval(found[clear, i]), int(clear.sum())) for i, c in enumerate(components)]
     frame = pd.DataFrame(rows, columns=["component", "kind", "layer", "head", "share", "low", "high", "pairs"])
     return frame.sort_values("share", ascending=False, ignore_index=True)
+
+
+def top_heads(found: pd.DataFrame, size: int) -> list[Component]:
+    """The `size` heads (0-based components) restoring the largest share in a `scan` frame: the set to confirm on
+    other pairs."""
+    heads = found[found["kind"] == "head"].sort_values("share", ascending=False)
+    if not 0 < size <= len(heads):
+        raise ValueError(f"size must be between 1 and {len(heads)}, got {size}")
+    return [("head", int(row.layer) - 1, int(row.head) - 1) for row in heads.head(size).itertuples()]
 
 
 def random_head_sets(encoder: Encoder, size: int, n: int, seed: int = 0) -> list[list[Component]]:

@@ -1,6 +1,7 @@
-"""Pairs of real Wikipedia sentences for term matching: the same sentence twice, once with one noun swapped for
-the query term, so that the term occurs twice (the "relevant" passage) instead of once (the "base"), and every
-token keeps its position (the swapped words are one wordpiece each).
+"""Term pairs: one real Wikipedia sentence holding the query term once (the "base") and twice (the "relevant").
+
+The relevant passage is the base with another noun swapped for the query term; both words are one wordpiece
+each, so every token keeps its position.
 
     pairs = term_pairs(encoder.tokenizer, n=40, seed=0)
     pairs[0].query, pairs[0].base, pairs[0].relevant   # "harbour", (words ...), (words ..., "harbour", ...)

@@ -7,7 +7,11 @@ One module per paper, each listing its figures by notebook; every figure is also
     kovaleva  notebooks 08-09: Kovaleva et al. (2019)
     later     notebook 10: the later work (Kobayashi, Brunner, Abnar & Zuidema, Michel)
     recent    notebook 11: from no-op to attention sinks (Gu, Sun, Kovaleva 2021, Xiao, Darcet, Bondarenko)
+    causal    notebook 12: head patching (Chen et al.) and the context-mixing scoreboard (Kobayashi, Ferrando,
+              Mohebbi)
 """
+from .causal import (  # noqa: F401
+    deletion_curves, mixing_agreement, mixing_maps, patching_controls, patching_scan)
 from .clark import (  # noqa: F401
     accuracy_by_rank, accuracy_grid, aligned_maps, antecedent_attention, attention_and_gradient, broad_definitions,
     dendrogram, entropy_by_layer, mds_map, permutation_tests, probe_curves, probe_weights, relation_head,

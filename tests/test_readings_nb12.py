@@ -1,0 +1,79 @@
+"""readings.nb12 on small synthetic results whose answers are known."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from bertlook_utils.analyses.scoreboard import SCORED, Scoreboard
+from bertlook_utils.analyses.surface import VIG_COLUMNS
+from bertlook_utils.readings import nb12
+
+
+def _scan() -> pd.DataFrame:
+    """Two layers of two heads: attention 2 restores most, head 2-1 most of the heads, head 1-2 below 0."""
+    rows = [("attention 2", "attention", 2, 0, 0.5, 0.4, 0.6), ("mlp 1", "mlp", 1, 0, 0.2, 0.1, 0.3),
+            ("2-1", "head", 2, 1, 0.1, 0.05, 0.15), ("1-1", "head", 1, 1, 0.04, 0.01, 0.07),
+            ("2-2", "head", 2, 2, 0.0, -0.1, 0.1), ("mlp 2", "mlp", 2, 0, -0.01, -0.05, 0.03),
+            ("attention 1", "attention", 1, 0, -0.02, -0.1, 0.06), ("1-2", "head", 1, 2, -0.08, -0.12, -0.04)]
+    frame = pd.DataFrame(rows, columns=["component", "kind", "layer", "head", "share", "low", "high"])
+    return frame.assign(pairs=9)
+
+
+def test_the_task_counts_positive_and_clear_gaps():
+    table = pd.DataFrame({"base": [0.3, 0.2, 0.4, 0.1], "relevant": [0.35, 0.205, 0.39, 0.2]})
+    reading = nb12.task(table.assign(gap=table["relevant"] - table["base"]))
+    assert (reading.pairs, reading.positive, reading.clear) == (4, 3, 2)
+    assert reading.base_median == pytest.approx(0.25)
+
+
+def test_the_scan_reads_the_strongest_block_and_the_chosen_heads():
+    reading = nb12.scan(_scan(), [("head", 1, 0), ("head", 0, 0)])
+    assert (reading.attention_top, reading.mlp_top, reading.pairs) == ("attention 2", "mlp 1", 9)
+    assert reading.heads_text == "2-1 (0.10) and 1-1 (0.04)" and reading.chosen_layers == (2, 1)
+    assert (reading.heads, reading.heads_above, reading.heads_below, reading.last_layer_above) == (4, 2, 1, 1)
+
+
+def test_the_controls_say_whether_the_chosen_set_clears_the_random_ones():
+    table = pd.DataFrame({"set": ["chosen (2-1)", "random sets of 1 heads (mean of 5)", "best random set",
+                                  "every head", "the last layer (everything)", "self-patch (chosen, from the base)"],
+                          "share": [0.3, 0.0, 0.25, 0.5, 1.0, 0.0], "low": [0.2, -0.1, np.nan, 0.4, 1.0, 0.0],
+                          "high": [0.4, 0.1, np.nan, 0.6, 1.0, 0.0], "pairs": 7})
+    reading = nb12.controls(table)
+    assert reading.apart and not reading.beats_best and reading.pairs == 7
+    assert (reading.chosen_share, reading.random_high, reading.best_random) == (0.3, 0.1, 0.25)
+
+
+def test_the_patterns_rank_the_identical_words_head_by_its_share():
+    found = _scan()
+    heads = found[found["kind"] == "head"][["layer", "head"]]
+    vig = heads.assign(**{p: np.arange(4.0) for p in VIG_COLUMNS}).assign(identical=[0.0, 0.1, 0.2, 0.9])
+    vig["identical_other"] = np.nan  # a pattern without rows is left out
+    reading = nb12.patterns(vig, found, [("head", 1, 0)])
+    assert reading.identical_head == "1-2" and reading.identical_rank == 4  # the last of four by share
+    assert reading.chosen_identical_rank == 4 and "identical_other" not in reading.rho
+    assert reading.rho["next"] == pytest.approx(-1.0)  # shares fall as the planted scores rise
+
+
+def test_the_scoreboard_reading_finds_the_ties_and_the_closest_map():
+    n, depth, n_random = 6, 2, 3
+    curves = np.full((n, len(SCORED) + n_random, depth), 0.05)
+    curves[:, SCORED.index("attention")] = 0.3 + 0.04 * (np.arange(n) % 2)[:, None]  # the same mean gain
+    curves[:, SCORED.index("norm")] = 0.3 + 0.04 * (np.arange(n) % 2 == 0)[:, None]
+    curves[:, SCORED.index("attention rollout")] = 0.1
+    spearman = np.full((n, 3, 5, 5), 0.5)
+    spearman[:, :, 1, 4] = 0.9  # norm against value_zeroing
+    spearman[:, :, 3, 4] = 0.2  # alti
+    board = Scoreboard(curves, spearman, depth, n_random)
+    reading = nb12.scoreboard(board.deletion(), board.areas(), board.agreement(), depth)
+    assert set(reading.tied) == {"attention", "norm"} and reading.all_above_random is False
+    assert reading.rollout_cost[0] == pytest.approx(0.22, abs=1e-6)
+    assert reading.closest == "norm" and reading.alti_least_layers == 3 and reading.layers == 3
+    assert reading.agreement["alti"] == pytest.approx((0.2, 0.2))
+    assert reading.random_area == pytest.approx(0.05)
+
+
+def test_one_sentences_maps_read_the_diagonal_and_the_cls_column():
+    identity, to_cls = np.eye(3)[None].repeat(2, 0), np.zeros((2, 3, 3))
+    to_cls[:, :, 0] = 1
+    reading = nb12.one_sentence({"block": identity, "attention": to_cls}, layer=2)
+    assert reading.own == {"block": 1.0, "attention": pytest.approx(1 / 3)}
+    assert reading.cls == {"block": 0.0, "attention": 1.0}
