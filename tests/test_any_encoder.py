@@ -151,3 +151,35 @@ def test_the_beyond_attention_analyses_run_on_texts_and_pairs(model_folders, nam
     examples = [Example(TEXT_A, None, 0), Example(TEXT_A, TEXT_B, 1), Example("A dog ran.", None, 1)]
     table = importance.head_importance(classifier, examples, cache_dir=None, progress=False)
     assert len(table) == n_layers * n_heads
+
+
+@pytest.mark.parametrize("name", ["bert-12x12", "distilbert", "electra", "roberta"])
+def test_notebook_12s_patching_maps_and_scoreboard_run_on_every_family(model_folders, name):
+    pytest.importorskip("captum")
+    from bertlook_utils import mixing, patching, scoreboard, termheads
+    from bertlook_utils.termpairs import TermPair
+
+    folder, n_layers, n_heads = model_folders[name]
+    encoder = load_encoder(folder)
+    def passage(query, other):
+        return ("A", query, "saw", "the", other, ".")
+
+    def length(words):
+        return len(encoder.prepare(list(words)).tokens)
+
+    words = ("cat", "dog", "house", "river", "city", "town", "man")
+    query, other = next((q, o) for q in words for o in words  # a pair whose passages align in this vocabulary
+                        if q != o and length(passage(q, o)) == length(passage(q, q)))
+    pair = TermPair("toy", query, passage(query, other), passage(query, query), 4, other)
+    components = patching.every_component(encoder)
+    assert len(components) == n_layers * (n_heads + 2)
+    shares, gaps = termheads.restored_shares(encoder, [pair], [[c] for c in components] + [[("layer", n_layers - 1,
+                                                                                               None)]])
+    assert shares.shape == (1, len(components) + 1) and np.isfinite(shares).all()
+    assert shares[0, -1] == pytest.approx(1.0, abs=1e-3)  # the last layer carries everything
+    maps = mixing.layer_maps(encoder, TEXT_A)
+    assert set(maps) == set(mixing.METHODS)
+    for value in maps.values():
+        assert value.shape[0] == n_layers and np.allclose(value.sum(-1), 1, atol=1e-6)
+    board = scoreboard.scoreboard(encoder, [TEXT_A], depth=2, n_random=2, n_steps=4, cache_dir=None, progress=False)
+    assert board.curves.shape == (1, len(scoreboard.SCORED) + 2, 2) and np.isfinite(board.curves).all()
