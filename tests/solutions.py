@@ -28,3 +28,11 @@ def failure(exercise, fn, encoder) -> str:
     with pytest.raises(AssertionError) as error, np.errstate(all="ignore"):
         checker.check(exercise, fn, encoder)
     return str(error.value)
+
+
+def by_name(exercises: dict, bodies: dict) -> tuple:
+    """(source, solution, failure) taking an exercise's name: the helpers above, with the exercise and its body
+    looked up in `exercises` and `bodies` (name -> body)."""
+    return (lambda name: source(exercises[name], bodies[name]),
+            lambda name: solution(exercises[name], bodies[name]),
+            lambda name, fn, encoder: failure(exercises[name], fn, encoder))

@@ -31,16 +31,7 @@ BODIES = {
 }
 
 
-def _source(name: str) -> str:
-    return solutions.source(EXERCISES[name], BODIES[name])
-
-
-def _solution(name: str):
-    return solutions.solution(EXERCISES[name], BODIES[name])
-
-
-def _fails(name: str, fn, encoder) -> str:
-    return solutions.failure(EXERCISES[name], fn, encoder)
+_source, _solution, _fails = solutions.by_name(EXERCISES, BODIES)
 
 
 def test_two_exercises_of_notebook_11_whose_cells_render_within_the_notebooks_width():
@@ -82,20 +73,6 @@ def test_the_real_softmax1_input_is_the_heads_logits(encoder):
     logits = nb11.real_logits(real)
     assert logits.shape == real.head_map().shape
     assert np.allclose(torch.softmax(torch.from_numpy(logits), -1).numpy(), real.head_map(), atol=1e-4)
-
-
-@pytest.mark.parametrize("name", list(EXERCISES))
-def test_the_solution_passes(name, encoder, capsys):
-    assert checker.check(EXERCISES[name], _solution(name), encoder) is True
-    assert capsys.readouterr().out.startswith(f"✓ {name}: right on")
-
-
-@pytest.mark.parametrize("name, k", [(n, k) for n, e in EXERCISES.items() for k in range(len(e.mistakes))])
-def test_every_listed_mistake_fails_naming_its_hint_alone(name, k, encoder):
-    mistakes = EXERCISES[name].mistakes
-    message = _fails(name, mistakes[k].fn, encoder)
-    assert mistakes[k].hint in message and "expected" in message
-    assert not [m.hint for j, m in enumerate(mistakes) if j != k and m.hint in message]
 
 
 # A learner's own versions of the common mistakes (written here, not taken from the module's list).

@@ -30,16 +30,7 @@ BODIES = {
 }
 
 
-def _source(name: str) -> str:
-    return solutions.source(EXERCISES[name], BODIES[name])
-
-
-def _solution(name: str):
-    return solutions.solution(EXERCISES[name], BODIES[name])
-
-
-def _fails(name: str, fn, encoder) -> str:
-    return solutions.failure(EXERCISES[name], fn, encoder)
+_source, _solution, _fails = solutions.by_name(EXERCISES, BODIES)
 
 
 def test_two_exercises_of_notebook_12_whose_cells_render_within_the_notebooks_width():
@@ -65,20 +56,6 @@ def test_the_value_zeroing_answers_are_the_kits_own_and_the_real_states_are_the_
     assert zeroed.shape == (n, n, outputs.shape[1])
     hidden = encoder.encode(*checker.REAL_TEXT)  # the unedited run: row 0 is the layer's ordinary output
     assert hidden.n_tokens == n
-
-
-@pytest.mark.parametrize("name", list(EXERCISES))
-def test_the_solution_passes(name, encoder, capsys):
-    assert checker.check(EXERCISES[name], _solution(name), encoder) is True
-    assert capsys.readouterr().out.startswith(f"✓ {name}: right on")
-
-
-@pytest.mark.parametrize("name, k", [(n, k) for n, e in EXERCISES.items() for k in range(len(e.mistakes))])
-def test_every_listed_mistake_fails_naming_its_hint_alone(name, k, encoder):
-    mistakes = EXERCISES[name].mistakes
-    message = _fails(name, mistakes[k].fn, encoder)
-    assert mistakes[k].hint in message and "expected" in message
-    assert not [m.hint for j, m in enumerate(mistakes) if j != k and m.hint in message]
 
 
 def _dot_relevance(query, base, relevant, patched):  # a learner's own: dot products
