@@ -77,3 +77,26 @@ def test_one_sentences_maps_read_the_diagonal_and_the_cls_column():
     reading = nb12.one_sentence({"block": identity, "attention": to_cls}, layer=2)
     assert reading.own == {"block": 1.0, "attention": pytest.approx(1 / 3)}
     assert reading.cls == {"block": 0.0, "attention": 1.0}
+
+
+def test_the_scoreboard_reading_renders_its_ranges_and_the_top_tie():
+    n, depth, n_random = 4, 2, 2
+    curves = np.full((n, len(SCORED) + n_random, depth), 0.05)
+    for name in ("attention", "integrated gradients", "alti rollout"):
+        curves[:, SCORED.index(name)] = 0.3 + 0.02 * (np.arange(n) % 2)[:, None]
+    spearman = np.full((n, 2, 5, 5), 0.5)
+    spearman[:, 0, 1, 4], spearman[:, 1, 1, 4] = 0.9, 0.95  # norm against value_zeroing, per layer
+    board = Scoreboard(curves, spearman, depth, n_random)
+    reading = nb12.scoreboard(board.deletion(), board.areas(), board.agreement(), depth)
+    assert reading.top_tie and reading.norm_range == "0.90–0.95" and reading.alti_range == "0.50–0.50"
+    assert reading.rollout_cost_text.startswith(f"{reading.rollout_cost[0]:.3f} (paired interval ")
+    assert reading.alti_gain == pytest.approx(reading.alti_over_attention_rollout[0])
+
+
+def test_the_controls_reading_says_whether_both_controls_are_exact():
+    table = pd.DataFrame({"set": ["chosen (2-1)", "random sets of 1 heads (mean of 5)", "best random set",
+                                  "every head", "the last layer (everything)", "self-patch (chosen, from the base)"],
+                          "share": [0.3, 0.0, 0.25, 0.5, 1.0, 0.0], "low": 0.0, "high": 0.0, "pairs": 7})
+    assert nb12.controls(table).exact
+    assert not nb12.controls(table.assign(share=[0.3, 0.0, 0.25, 0.5, 0.98, 0.0])).exact
+    assert nb12.scan(_scan(), [("head", 1, 0)]).n_chosen == 1

@@ -58,6 +58,7 @@ class ScanReading:
     mlp_top: str
     mlp_share: float
     chosen: tuple[str, ...]  # the chosen heads' labels
+    n_chosen: int
     heads_text: str  # the chosen heads with their shares, "6-11 (0.09), 6-8 (0.07) and 6-9 (0.07)"
     chosen_layers: tuple[int, ...]  # the chosen heads' layers
     heads: int
@@ -76,7 +77,7 @@ def scan(found: pd.DataFrame, chosen: Sequence[tuple]) -> ScanReading:
     above = heads[heads["low"] > 0]
     return ScanReading(
         int(found["pairs"].iloc[0]), attention["component"], float(attention["share"]), float(attention["low"]),
-        float(attention["high"]), mlp["component"], float(mlp["share"]), tuple(labels),
+        float(attention["high"]), mlp["component"], float(mlp["share"]), tuple(labels), len(labels),
         _listed([f"{label} ({by_label.loc[label, 'share']:.2f})" for label in labels]),
         tuple(c[1] + 1 for c in chosen), len(heads), len(above), int((heads["high"] < 0).sum()),
         int((above["layer"] == found["layer"].max()).sum()), float(heads["share"].max()))
@@ -101,6 +102,7 @@ class ControlsReading:
     every_head_high: float
     last_layer: float  # 1 by construction: the machinery's check
     self_patch: float  # 0 by construction
+    exact: bool  # the self-patch restores 0 and the last layer 1, within 1e-6
     apart: bool  # the chosen set's interval lies above the random sets' 97.5 percentile
     beats_best: bool  # and above the best random set
 
@@ -115,6 +117,8 @@ def controls(table: pd.DataFrame) -> ControlsReading:
         *map(float, rows.loc[random, ["share", "low", "high"]]), float(rows.loc["best random set", "share"]),
         *map(float, every[["share", "low", "high"]]), float(rows.loc["the last layer (everything)", "share"]),
         float(rows.loc["self-patch (chosen, from the base)", "share"]),
+        bool(abs(rows.loc["self-patch (chosen, from the base)", "share"]) < 1e-6
+             and abs(rows.loc["the last layer (everything)", "share"] - 1) < 1e-6),
         bool(rows.loc[chosen, "low"] > rows.loc[random, "high"]),
         bool(rows.loc[chosen, "low"] > rows.loc["best random set", "share"]))
 
@@ -192,6 +196,13 @@ class ScoreboardReading:
     rollout_cost: tuple[float, float, float]  # attention − attention rollout, paired over inputs
     alti_over_attention_rollout: tuple[float, float, float]  # alti rollout − attention rollout, paired
     agreement: dict[str, tuple[float, float]]  # map -> (smallest, largest) mean Spearman with VZ over layers
+    norm_range: str  # each map's agreement range for the prose, "0.94–0.99"
+    block_range: str
+    attention_range: str
+    alti_range: str
+    rollout_cost_text: str  # "0.096 (paired interval 0.080–0.112)"
+    alti_gain: float  # alti rollout − attention rollout, mean over inputs
+    top_tie: bool  # last-layer attention, integrated gradients and ALTI rollout all tie the best
     closest: str  # the map closest to VZ in every layer, or "" if none is
     alti_least_layers: int  # layers where ALTI agrees least with VZ
     layers: int
@@ -204,14 +215,18 @@ def scoreboard(deletion: pd.DataFrame, areas: pd.DataFrame, agreement: pd.DataFr
     wide = areas.pivot(index="input", columns="method", values="area")
     by_layer = agreement.pivot(index="layer", columns="method", values="spearman")
     closest = by_layer.idxmax(axis=1)
+    cost = mean_interval((wide["attention"] - wide["attention rollout"]).to_numpy())
+    alti_gain = mean_interval((wide["alti rollout"] - wide["attention rollout"]).to_numpy())
     return ScoreboardReading(
         len(wide), depth, float(deletion.set_index("method").loc["random", "area"]), best["method"],
         float(best["gain"]), float(best["gain_low"]), float(best["gain_high"]), tied, _listed(tied), worst["method"],
         float(worst["gain"]), float(worst["gain_low"]), float(worst["gain_high"]), bool((scored["gain_low"] > 0).all()),
         dict(zip(scored["method"], scored["gain"].astype(float))),
-        mean_interval((wide["attention"] - wide["attention rollout"]).to_numpy()),
-        mean_interval((wide["alti rollout"] - wide["attention rollout"]).to_numpy()),
+        cost, alti_gain,
         {m: (float(by_layer[m].min()), float(by_layer[m].max())) for m in by_layer.columns},
+        *(f"{by_layer[m].min():.2f}–{by_layer[m].max():.2f}" for m in ("norm", "block", "attention", "alti")),
+        "{:.3f} (paired interval {:.3f}–{:.3f})".format(*cost),
+        alti_gain[0], {"attention", "integrated gradients", "alti rollout"} <= set(tied),
         closest.iloc[0] if (closest == closest.iloc[0]).all() else "",
         int((by_layer.idxmin(axis=1) == "alti").sum()), len(by_layer))
 
