@@ -19,13 +19,15 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export BERTLOOK_MODEL := $(MODEL)
 FAST ?=
 export BERTLOOK_FAST := $(FAST)
+# EDITION=student|instructor: what `make book` and `make slides` write (the instructor's: with the solutions)
+EDITION ?= student
 # DEVICE=cpu|cuda|cuda:N: where `make run` (and prefill, report, extract) runs the model; empty: a CUDA GPU when torch
 # sees one, else the CPU. The committed notebooks were executed on the CPU, so `make test` and `make notebooks` run
 # them there whatever DEVICE says (a GPU's results differ in their last digits).
 DEVICE ?=
 export BERTLOOK_DEVICE := $(DEVICE)
 
-.PHONY: setup assets browser run test unit slow nbval notebooks slides book report extract bench lab prefill clean \
+.PHONY: setup assets browser run test unit slow nbval notebooks slides book report extract bench lab prefill clean present \
 	cache-pack cache-unpack
 
 setup: $(STAMP) $(ASSETS)
@@ -96,25 +98,32 @@ nbval: setup
 	BERTLOOK_DEVICE=cpu $(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout=1800 -p no:randomly $(NOTEBOOKS) $(TALK)
 
-## notebooks: refresh navigation, re-execute the committed notebooks in place, regenerate the student copies
-## (do it whenever package code they use changes)
-notebooks: setup
+## notebooks: refresh navigation, re-execute the committed notebooks in place, break their slides where a browser
+## measures them too tall (tools/slides.py --fit), regenerate the student copies (do it whenever package code they
+## use changes)
+notebooks: setup browser
 	$(PY) -m tools.exercise_cells
 	$(PY) -m tools.navigation
 	$(PY) -m tools.slides $(NOTEBOOKS) $(TALK)
 	$(PY) -m tools.widget_state $(NOTEBOOKS) $(TALK)
 	BERTLOOK_DEVICE=cpu $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.record_timing=False \
 		$(NOTEBOOKS) $(TALK)
+	$(PY) -m tools.slides --fit $(NOTEBOOKS)
 	$(PY) -m tools.student_copy
 
-## slides: offline reveal.js decks of the talk and every notebook (stored outputs) into build/slides/
+## present: every numbered notebook presented as a teacher does, in a browser (tests/test_presenting.py): Run All,
+## Alt+R, every slide walked, an explorer changed, the notebook unchanged after (best from a filled cache)
+present: setup browser
+	BERTLOOK_PRESENT_ALL=1 BERTLOOK_DEVICE=cpu $(PY) -m pytest -q -p no:randomly tests/test_presenting.py -k teacher
+
+## slides: offline reveal.js decks of the talk and every notebook (stored outputs) into build/slides/, without the
+## solutions; EDITION=instructor: with every solution as a slide, into build/slides-instructor/
 slides: setup browser
-	$(PY) -m tools.export --to slides
+	$(PY) -m tools.export --to slides --edition $(EDITION)
 
 ## book: a static, searchable website of the course, the syllabus, every notebook, the talk and the README (stored
 ## outputs, nothing executed); offline, like the pages and decks. The student edition (stubs, no solutions) into
 ## build/book/; EDITION=instructor: with the solutions, into build/book-instructor/
-EDITION ?= student
 book: setup
 	$(PY) -m tools.book --edition $(EDITION)
 

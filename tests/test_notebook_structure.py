@@ -93,7 +93,7 @@ def test_student_version_strips_outputs_and_solutions_only():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_notebook_has_its_frame_recall_questions_and_solutions(path):
-    cells = nbformat.read(path, as_version=4).cells
+    cells = [c for c in nbformat.read(path, as_version=4).cells if not c.source.startswith("<!-- notes -->")]
     title = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("# "))
     assert "**The claim.**" in cells[title + 1].source and "**Predict first.**" in cells[title + 1].source
     sources = [c.source for c in cells]
@@ -109,6 +109,22 @@ def test_every_notebook_has_its_frame_recall_questions_and_solutions(path):
     assert any(s.startswith("### Solutions") for s in sources)
     assert any("solution" in c.metadata.get("tags", []) and "exercise" not in c.metadata for c in cells)
     assert sources.index("## Takeaways") < next(i for i, s in enumerate(sources) if s.startswith("## Exercises"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_student_reads_all_the_code_that_slides_collapse(path):
+    nb = nbformat.read(path, as_version=4)
+    student = student_copy.student_version(nb)
+    collapsed = [c for c in nb.cells if c.metadata.get("jupyter", {}).get("source_hidden")]
+    assert any("hide-input" not in c.metadata.get("tags", []) for c in collapsed)  # long code, on the slides
+    assert all("hide-input" in c.metadata.get("tags", []) for c in student.cells
+               if c.metadata.get("jupyter", {}).get("source_hidden"))  # only prose stays collapsed
+
+
+def test_no_test_marker_in_a_cell_a_class_reads():
+    for path in [*NOTEBOOKS, ROOT / "slides" / "bertlook_talk.ipynb"]:
+        sources = [c.source for c in nbformat.read(path, as_version=4).cells]
+        assert not any("NBVAL_" in source for source in sources), f"{path.name}: nbval reads tags (nbval-check-output)"
 
 
 def test_student_copies_rename_the_solutions_and_carry_nbgrader_metadata():
@@ -234,3 +250,14 @@ def test_a_planted_wide_line_and_table_are_flagged():
     assert wide_tables(nb) == [f"{shown.get('id')}: {table}"]
     assert wide_tables(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(s)", outputs=[
         nbformat.v4.new_output("stream", text="a sentence of prose, " * 6)])])) == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_section_opens_with_speaker_notes(path):
+    """The teacher's notes (T in the live slideshow, S in a deck) on the title and every content section."""
+    cells = nbformat.read(path, as_version=4).cells
+    sections = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith(("# ", "## "))
+                and not c.source.startswith(("## Parameters", "## Check your", "## Exercises"))]
+    bare = [cells[i].source.splitlines()[0] for i in sections
+            if not (i + 1 < len(cells) and cells[i + 1].source.startswith("<!-- notes -->"))]
+    assert bare == [], "add a `<!-- notes -->` cell after these headings"

@@ -1,4 +1,5 @@
-"""Slides that fit the canvas: tools/slide_fit.py, and `make slides` failing on a talk slide that is too tall.
+"""Slides that fit the canvas and show only what a class should see: tools/slide_fit.py, and `make slides` failing
+on a slide that is too tall.
 
 The browser tests export tiny talks (a notebook in a `slides/` folder under tmp_path) and open them in
 headless chromium, as tests/test_browser.py does: a planted tall slide fails the export, naming deck, slide and
@@ -43,9 +44,25 @@ def test_summary_names_the_count_the_decks_and_the_tallest_slide():
     assert slide_fit.summary([]) == "no slides"
 
 
-def test_only_talks_are_held_to_the_canvas():
-    assert export.is_talk(ROOT / "slides" / "bertlook_talk.ipynb")
-    assert not export.is_talk(ROOT / "notebooks" / "01_surface_attention.ipynb")
+def notebook_with(*cells):
+    return new_notebook(cells=[new_markdown_cell("# A title"), *cells])
+
+
+def test_problems_name_what_a_class_should_not_see(tmp_path):
+    prose = new_code_cell('claims.say(f"{x}")', metadata={"tags": ["hide-input"]},
+                          outputs=[new_output("execute_result", data={"text/markdown": "1"}, execution_count=1)])
+    solution = new_code_cell("def f():\n    return 1", metadata={"tags": ["solution"]})
+    shown = new_code_cell("print(1)", outputs=[new_output("stream", text="1\n")])
+    path = tmp_path / "01_deck.ipynb"
+    nbformat.write(notebook_with(prose, solution, shown), path)
+    clean = slide_fit.Slide("01_deck.ipynb", 1, 0, 0, 500, 500, 729, "A title", ((0, 100), (1, 50), (3, 40)), (3,))
+    assert slide_fit.problems([clean], [path]) == []
+    bad = slide_fit.Slide("01_deck.ipynb", 2, 1, 0, 800, 729, 729, "", ((1, 50), (2, 200)), (1, 2), marker=True)
+    found = slide_fit.problems([bad], [path])
+    assert found[0].startswith("01_deck.ipynb: slide 2 (#/1/0) is 800 px tall on the 729-px canvas")
+    assert "slide 2 shows the code of cell 1 ('claims.say(f\"{x}\")')" in found[1]
+    assert "slide 2 shows cell 2, which no slide should ('def f():" in found[2]
+    assert found[3] == "01_deck.ipynb: slide 2 shows a test marker" and len(found) == 4
 
 
 def talk(tmp_path, *cells, kind: str = "slide") -> tuple:
@@ -85,15 +102,15 @@ def test_a_planted_tall_slide_fails_the_export_naming_deck_slide_and_height(tmp_
     result = export_slides(*talk(tmp_path, new_markdown_cell(f"## Too much on one slide\n\n{bullets}")))
     assert result.returncode != 0, result.stdout
     assert "talk.slides.html: slide 2 (#/1/0) is" in result.stderr, result.stderr
-    assert "px tall on the 800-px canvas: 'Too much on one slide'" in result.stderr
+    assert "px tall on the 768-px canvas: 'Too much on one slide'" in result.stderr
 
 
 @pytest.mark.browser
 @needs_chromium
 def test_a_small_deck_passes_and_a_tall_figure_leaves_room_for_its_badge_line(tmp_path):
     """A sub-slide of a heading, four points, a figure five canvases tall and the badge line under it: the
-    figure is capped at 55 % of the canvas, and the slide, 731-800 px tall, is shown whole in a 1024 x 768
-    window (nbconvert's own rule cut a sub-slide taller than 95 % of the window into a scroll box)."""
+    figure is capped (notebooks/rise.css), and the slide is shown whole on the 1024 x 768 canvas, not in a
+    scroll box."""
     figure = new_code_cell("figure_and_badge()", metadata={"tags": ["hide-input"]}, outputs=[
         new_output("display_data", data={"image/png": png(4, 20)}),  # 400 x 2000 px
         new_output("execute_result", data={"text/html": "<p>paper vs this run: the conclusion</p>"},
@@ -105,5 +122,5 @@ def test_a_small_deck_passes_and_a_tall_figure_leaves_room_for_its_badge_line(tm
     assert result.returncode == 0, result.stderr
     assert "2 slides in 1 deck(s) fit the canvas" in result.stdout
     shown = slide_fit.measure([out / "talk.slides.html"])[1]
-    assert 0.95 * slide_fit.VIEWPORT["height"] < shown.height <= 800
+    assert 0.5 * slide_fit.PROJECTOR["height"] < shown.height <= shown.canvas == 768
     assert shown.shown == shown.height

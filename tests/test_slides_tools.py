@@ -74,6 +74,61 @@ def test_check_reports_a_notebook_that_would_change(tmp_path, capsys):
     assert path.read_text() == before
 
 
+def shown(source: str, tags=(), output: str = "1\n"):
+    return new_code_cell(source, metadata={"tags": list(tags)} if tags else {},
+                         outputs=[new_output("stream", text=output)] if output else [])
+
+
+def lesson():
+    """A section as the notebooks have them: a heading, an intro, two results with a prose cell between them, a take-
+    away; then what no slide shows: a claim check, a long printout, the exercises' solutions."""
+    cells_and_roles = [
+        (new_markdown_cell("# 01 · A lesson"), "slide"),
+        (new_markdown_cell("## A section"), "slide"),
+        (new_markdown_cell("What the figure below shows."), "text"),
+        (shown("plot()"), "result"),
+        (shown('claims.say(f"{x}")', ["hide-input"]), "text"),
+        (shown("table()"), "result"),
+        (new_markdown_cell("What to take away."), "text"),
+        (shown("claims.check({'x': True})", ["nbval-check-output"]), "skip"),
+        (shown("print(everything)", ["not-on-slides"]), "skip"),
+        (new_markdown_cell("### Solutions\n(empty in the student copy)"), "skip"),
+        (shown("answer = 42", ["solution"]), "skip"),
+    ]
+    return new_notebook(cells=[c for c, _ in cells_and_roles]), [r for _, r in cells_and_roles]
+
+
+def test_roles_hide_checks_printouts_and_solutions_and_read_prose_as_text():
+    nb, expected = lesson()
+    assert slides.roles(nb) == expected
+    assert slides.units(expected) == [[0], [1, 2, 3], [4, 5, 6]]  # the prose introduces the second result
+    assert slides.infer_slide_types(nb) == ["slide", "slide", "-", "-", "-", "-", "fragment"] + ["skip"] * 4
+
+
+def test_fit_breaks_before_a_unit_that_would_overflow_and_splits_one_too_tall_for_any_slide():
+    nb, _ = lesson()
+    small = {1: 0.1, 2: 0.1, 3: 0.2, 4: 0.1, 5: 0.3, 6: 0.1}  # 0.9 of the canvas in all
+    assert slides.infer_slide_types(nb, small)[:7] == ["slide", "slide", "-", "-", "-", "-", "fragment"]
+    tall = {**small, 5: 0.5}  # the second unit no longer fits beside the first
+    assert slides.infer_slide_types(nb, tall)[:7] == ["slide", "slide", "-", "-", "subslide", "-", "fragment"]
+    huge = {**small, 4: 0.7, 5: 0.9, 6: 0.4}  # 2.0 of a canvas: its prose, result and take-away on three slides
+    assert slides.infer_slide_types(nb, huge)[:7] == ["slide", "slide", "-", "-", "subslide", "subslide", "subslide"]
+    parts = {**small, 4: 0.3, 5: 0.6, 6: 0.3}  # apart, the prose still fits under the first result
+    assert slides.infer_slide_types(nb, parts)[:7] == ["slide", "slide", "-", "-", "-", "subslide", "fragment"]
+
+
+def test_long_code_and_tagged_cells_show_only_their_output_and_short_code_shows():
+    long_code = "\n".join(f"x{i} = {i}" for i in range(slides.MAX_CODE_LINES + 1))
+    nb = new_notebook(cells=[new_markdown_cell("# T"), shown(long_code), shown("y = 1"),
+                             shown("z = 2", ["output-on-slides"]), shown('claims.say("a")', ["hide-input"]),
+                             shown(long_code, ["solution"])])
+    assert slides.hide_inputs(nb) is True and slides.hide_inputs(nb) is False
+    hidden = [c.metadata.get("jupyter", {}).get("source_hidden", False) for c in nb.cells]
+    assert hidden == [False, True, False, True, True, False]  # a solution is on no slide: nothing to collapse
+    nb.cells[1].source = "x = 1"  # shortened: its code shows again
+    assert slides.hide_inputs(nb) is True and "jupyter" not in nb.cells[1].metadata
+
+
 def test_setup_code_detection():
     assert slides.is_setup_code(new_code_cell("%matplotlib inline\nimport os\nos.environ.get('X')"))
     assert not slides.is_setup_code(new_code_cell("encoder = load_encoder()"))  # lower-case result: real work
@@ -121,3 +176,27 @@ def test_scanner_reads_linked_stylesheets(tmp_path):
     assert any("missing.css" in line for line in found)
     with pytest.raises(SystemExit, match="fonts.googleapis.com"):
         export.check_offline([deck])
+
+
+def test_the_instructor_deck_shows_every_solution_on_a_slide_of_its_own():
+    nb, _ = lesson()
+    slides.apply(nb, reset=True)
+    export.with_solutions(nb)
+    types = [c.metadata["slideshow"]["slide_type"] for c in nb.cells]
+    assert types[9:] == ["subslide", "subslide"] and types[7:9] == ["skip", "skip"]  # checks stay off the slides
+
+
+NOTEBOOKS = sorted((export.ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_the_committed_slides_follow_the_rules_but_for_measured_breaks(path):
+    """Every cell's slide type is the rules' (`make notebooks` runs tools/slides.py), except where --fit started a
+    sub-slide; and the inputs the slides collapse are collapsed."""
+    nb = nbformat.read(path, as_version=4)
+    assert slides.hide_inputs(nb) is False, "run `python -m tools.slides --fit` (or make notebooks)"
+    ruled = slides.infer_slide_types(nb)
+    committed = [cell.metadata.get("slideshow", {}).get("slide_type") for cell in nb.cells]
+    differ = [(i, rule, kind) for i, (rule, kind) in enumerate(zip(ruled, committed))
+              if kind != rule and not (kind == "subslide" and rule in ("-", "fragment"))]
+    assert differ == [], "run `python -m tools.slides --fit` (or make notebooks)"

@@ -22,6 +22,12 @@ def test_a_result_table_shows_styled_html_and_plain_text():
         tables.show(FRAME.to_string())
 
 
+def test_the_plain_text_shows_the_decimals_the_page_shows():
+    frame = pd.DataFrame({"task": ["topic"], "accuracy": [0.6197916], "n": [96]})
+    assert repr(tables.show(frame, precision=2)).split() == ["task", "accuracy", "n", "topic", "0.62", "96"]
+    assert "0.620" in tables.show(frame, precision=3)._repr_html_()
+
+
 def test_styled_formats_numbers_and_styles_only_the_columns_it_knows():
     frame = pd.DataFrame({"relation": ["det", "amod"], "accuracy": [94.26, None]})
     html = tables.styled(frame, "fixed", precision=1, nowrap=True)

@@ -55,5 +55,5 @@ def test_every_check_of_the_talk_is_compared_by_nbval_and_hidden_from_the_deck()
     checks = [cell for cell in talk_nb.cells if cell.cell_type == "code" and "claims.check(" in cell.source]
     assert len(checks) >= 10
     for cell in checks:
-        assert cell.source.startswith("# NBVAL_CHECK_OUTPUT"), cell.source[:80]
+        assert "nbval-check-output" in cell.metadata["tags"], cell.source[:80]
         assert cell.metadata["slideshow"]["slide_type"] == "skip" and "remove-cell" in cell.metadata["tags"]

@@ -136,7 +136,7 @@ def student_notebook(student, instructor) -> list[str]:
 
 def notebook(book: str, repo: Path, edition: str):
     """The notebook a page renders: the instructor's, or for a numbered notebook of the student edition its
-    student copy with the instructor's outputs (a stale copy is named on stderr); without nbval's markers."""
+    student copy with the instructor's outputs (a stale copy is named on stderr)."""
     nb = nbformat.read(repo, as_version=4)
     if edition == "student" and book.startswith("notebooks/"):
         instructor, nb = nb, nbformat.read(repo.parent / "student" / repo.name, as_version=4)
@@ -144,7 +144,6 @@ def notebook(book: str, repo: Path, edition: str):
         if stale:
             print(f"notebooks/student/{repo.name}: {len(stale)} code cells differ from the instructor notebook "
                   f"(shown without outputs; run `python -m tools.student_copy`): {stale}", file=sys.stderr)
-    export.drop_test_markers(nb)
     widget_state.snapshot(nb)  # no kernel behind the page: explorers disabled, with their note
     return nb
 

@@ -2,6 +2,7 @@
 
     python -m tools.export --to html --execute notebooks/NN_*.ipynb --out build   # make run
     python -m tools.export --to slides                                             # make slides
+    python -m tools.export --to slides --edition instructor    # make slides EDITION=instructor: with solutions
     python -m tools.export --scan build/slides/*.html    # only check pages for remote references
 
 Pages are exported from the notebooks' stored outputs, or after executing them (`--execute`, as `make run`
@@ -9,9 +10,10 @@ does; BERTLOOK_MODEL picks the model). Every asset a page needs is copied from n
 assets`) next to the pages -- reveal.js, MathJax, require.js, jQuery and the Jupyter widgets renderer --
 and the pages point at those copies with relative URLs, so they open from disk (file://) with no network.
 After writing, every page is scanned for http(s) references the browser would fetch (src attributes,
-stylesheet links, CSS imports, URL literals in scripts); any found fails the export with the list. Then the talk's
-decks (slides/*.ipynb) are opened in headless chromium and every slide's height is compared with the canvas
-(tools/slide_fit.py); a slide that would be cut off at the bottom fails the export, naming deck, slide and height.
+stylesheet links, CSS imports, URL literals in scripts); any found fails the export with the list. Then every deck is
+opened in headless chromium and every slide's height is compared with the 1024 x 768 canvas (tools/slide_fit.py);
+a slide that would be cut off at the bottom fails the export, naming deck, slide and height. A deck shows what the
+live slideshow shows, with the same stylesheet (notebooks/rise.css): no solutions, unless the instructor's.
 """
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ OUT = ROOT / "build" / "slides"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATES_BY_FORMAT = {"slides": "bertlook_reveal", "html": "bertlook_lab"}  # nbconvert's, without the CDN Mermaid
 SUFFIX = {"slides": ".slides.html", "html": ".html"}
-WIDTH, HEIGHT = 1280, 800  # the deck's canvas; reveal.js scales it to the window
+WIDTH, HEIGHT = 1024, 768  # the deck's canvas, a projector's; reveal.js scales it to the window
+SLIDE_CSS = ROOT / "notebooks" / "rise.css"  # the slides' stylesheet, live and in the decks
 MATHJAX_CONFIG = "TeX-AMS_CHTML-full,Safe"
 REVEAL_PREFIX = "reveal.js"  # the decks load reveal.js/dist/reveal.js, a copy next to them
 
@@ -132,14 +135,6 @@ def exporter_config(nb, to: str = "slides") -> dict:
     return c
 
 
-def drop_test_markers(nb) -> None:
-    """Remove nbval's marker comments (`# NBVAL_CHECK_OUTPUT`, ...) from code shown on slides."""
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "# NBVAL_" in cell.source:
-            cell.source = "\n".join(line for line in cell.source.split("\n")
-                                    if not line.strip().startswith("# NBVAL_"))
-
-
 def execute(nb, folder: Path, timeout: int = 1800) -> None:
     """Run every cell of `nb` in place, as `make run` does, with `folder` as the working directory. The kernel
     talks over local sockets (IPC), so it prints no "running over TCP without encryption" warning."""
@@ -157,9 +152,18 @@ def execute(nb, folder: Path, timeout: int = 1800) -> None:
                 kernel.shutdown_kernel(now=True)
 
 
-def export(notebook: Path, out: Path = OUT, to: str = "slides", run: bool = False) -> Path:
+def with_solutions(nb) -> None:
+    """The instructor's deck: every solution (and its "### Solutions" heading) a sub-slide of its own, at the end."""
+    for cell in nb.cells:
+        if "solution" in cell.metadata.get("tags", []) or cell.source.startswith("### Solutions"):
+            cell.metadata["slideshow"] = {"slide_type": "subslide"}
+            cell.metadata.get("jupyter", {}).pop("source_hidden", None)
+
+
+def export(notebook: Path, out: Path = OUT, to: str = "slides", run: bool = False, edition: str = "student") -> Path:
     """Write `out/<stem>.slides.html` (a deck) or `out/<stem>.html` (a page) from the notebook's outputs,
-    stored or (run=True) freshly computed."""
+    stored or (run=True) freshly computed. A deck leaves out what no slide shows (tools/slides.py): solutions too,
+    unless `edition` is "instructor"."""
     from nbconvert import HTMLExporter, SlidesExporter
 
     from tools import widget_state
@@ -168,10 +172,16 @@ def export(notebook: Path, out: Path = OUT, to: str = "slides", run: bool = Fals
     if run:
         execute(nb, notebook.parent)
     widget_state.snapshot(nb)  # no kernel behind the page: the explorers' controls disabled, with a note
-    drop_test_markers(nb)
+    if to == "slides" and edition == "instructor":
+        with_solutions(nb)
+    if to == "slides":
+        for cell in nb.cells:  # a cell that shows only its output on a slide live shows only that in the deck too
+            if cell.metadata.get("jupyter", {}).get("source_hidden"):
+                cell.metadata["transient"] = {"remove_source": True}
     exporter = (SlidesExporter if to == "slides" else HTMLExporter)(config=exporter_config(nb, to))
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem,
-                                                                      "path": str(notebook.parent)}})
+                                                                      "path": str(notebook.parent)},
+                                                         "bertlook_css": SLIDE_CSS.read_text()})
     target = out / f"{notebook.stem}{SUFFIX[to]}"
     target.write_text(body, encoding="utf-8")
     return target
@@ -262,14 +272,9 @@ def check_offline(paths: list[Path]) -> None:
                          + "\n".join(lines))
 
 
-def is_talk(notebook: Path) -> bool:
-    """A talk (a notebook in a `slides/` folder) is presented with a clicker, so each of its slides must fit
-    the canvas; the notebooks' decks are read along and scroll (RISE `scroll: true`)."""
-    return notebook.parent.name == "slides"
-
-
-def build(notebooks: list[Path] | None = None, out: Path = OUT, to: str = "slides", run: bool = False) -> list[Path]:
-    """Copy the assets, export every page or deck, check they are offline and, for talks, that every slide fits
+def build(notebooks: list[Path] | None = None, out: Path = OUT, to: str = "slides", run: bool = False,
+          edition: str = "student") -> list[Path]:
+    """Copy the assets, export every page or deck, check they are offline and, for decks, that every slide fits
     its canvas in chromium (tools/slide_fit.py). Returns the files written."""
     notebooks = decks() if notebooks is None else notebooks
     out.mkdir(parents=True, exist_ok=True)
@@ -277,17 +282,16 @@ def build(notebooks: list[Path] | None = None, out: Path = OUT, to: str = "slide
     written = []
     for notebook in notebooks:
         start = time.perf_counter()
-        target = export(notebook, out, to, run)
+        target = export(notebook, out, to, run, edition)
         written.append(target)
         print(f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}  "
               f"{target.stat().st_size / 1e6:.1f} MB  {time.perf_counter() - start:.1f} s", flush=True)
     check_offline(written)
-    talks = [target for notebook, target in zip(notebooks, written) if to == "slides" and is_talk(notebook)]
-    if talks:
+    if to == "slides":
         from tools import slide_fit
 
         start = time.perf_counter()
-        print(f"{slide_fit.summary(slide_fit.check_fit(talks))}, checked in {time.perf_counter() - start:.1f} s")
+        print(f"{slide_fit.summary(slide_fit.check_fit(written))}, checked in {time.perf_counter() - start:.1f} s")
     return written
 
 
@@ -298,14 +302,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--execute", action="store_true", help="run every notebook before exporting it")
     parser.add_argument("--out", type=Path, default=None, help="default: build/slides for decks, build for pages")
     parser.add_argument("--scan", action="store_true", help="only scan the given HTML files for remote references")
+    parser.add_argument("--edition", choices=("student", "instructor"), default="student",
+                        help="decks: instructor = with every solution as a slide (into build/slides-instructor)")
     args = parser.parse_args(argv)
     if args.scan:
         check_offline(args.notebooks)
         print(f"{len(args.notebooks)} files: no remote references")
         return 0
-    out = (args.out or (OUT if args.to == "slides" else ROOT / "build")).resolve()
+    default = (OUT.with_name("slides-instructor") if args.edition == "instructor" else OUT) if args.to == "slides" \
+        else ROOT / "build"
+    out = (args.out or default).resolve()
     start = time.perf_counter()
-    written = build([p.resolve() for p in args.notebooks] or None, out, args.to, args.execute)
+    written = build([p.resolve() for p in args.notebooks] or None, out, args.to, args.execute, args.edition)
     print(f"{len(written)} files in {time.perf_counter() - start:.1f} s, offline: open "
           f"{out / written[0].name if written else out} in a browser")
     return 0

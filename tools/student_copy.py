@@ -9,8 +9,9 @@ between `### BEGIN SOLUTION` and `### END SOLUTION`, with nbgrader's stub (`# YO
 tagged "raises-exception", so that the copy still runs top to bottom. A numbered exercise's solution (a code cell
 tagged "solution" that is no nbgrader solution cell) becomes an empty cell to answer in. Solution cells are tagged
 "answer" in the copy. The rubric of the written analysis (a markdown cell tagged "rubric", after the question tagged
-"written-analysis") becomes an empty markdown cell tagged "written-answer". tests/test_notebook_structure.py checks
-that the copies are in sync.
+"written-analysis") becomes an empty markdown cell tagged "written-answer". A code cell whose slide shows only its
+output (tools/slides.py) shows its code in the copy: a student reads all of it. tests/test_notebook_structure.py
+checks that the copies are in sync.
 """
 from __future__ import annotations
 
@@ -59,6 +60,11 @@ def student_version(nb):
             cell.metadata["tags"] = [t for t in tags if t != "solution"] + ["answer"]
         if is_grade(cell):  # a check: fails with its hint until the stub is written
             cell.metadata["tags"] = tags + ["raises-exception"]
+        if cell.cell_type == "code" and "hide-input" not in tags:  # a student reads all the code, slides or not
+            view = {k: v for k, v in cell.metadata.get("jupyter", {}).items() if k != "source_hidden"}
+            cell.metadata.pop("jupyter", None)
+            if view:
+                cell.metadata["jupyter"] = view
     return nb
 
 

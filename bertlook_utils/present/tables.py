@@ -47,7 +47,8 @@ def styled(frame: pd.DataFrame, uid: str, precision: int = 1, nowrap: bool = Fal
 
 class Shown:
     """A result table on display: styled HTML in Jupyter and exported pages, its plain text (`repr`, what nbval
-    compares) anywhere else."""
+    compares) anywhere else; numbers with `precision` decimals in both (a checked table holds no digit the page
+    does not show)."""
 
     def __init__(self, frame: pd.DataFrame, caption: str = "", precision: int = 1):
         self.frame, self.caption, self.precision = frame, caption, precision
@@ -58,7 +59,7 @@ class Shown:
         return caption + styled(self.frame, uid, self.precision)
 
     def __repr__(self) -> str:
-        text = self.frame.to_string(index=False)
+        text = self.frame.to_string(index=False, float_format=lambda x: f"{x:.{self.precision}f}")
         return f"{self.caption}\n{text}" if self.caption else text
 
 
