@@ -4,7 +4,8 @@
 (a) Every slide of every numbered notebook and of the talk, walked with the space bar in the live slideshow (the
     committed outputs, trusted as after a run): none taller than the canvas, no prose cell's f-string, no long
     cell's code, no solution or check, no test marker. Every 8th slide is saved under build/screenshots/.
-(b) The same for every offline deck (`make slides`), built from the same notebooks with the same stylesheet.
+(b) The same for every offline deck (`make slides`), built from the same notebooks with the same stylesheet; and
+    the instructor's decks, with every solution on a slide, fit too.
 (c) A teacher's lesson, on a copy of the kit: open a notebook in JupyterLab, Run All, press Alt+R (the slideshow
     opens in its own tab), walk every slide, change an explorer's control and see its figure redrawn; then the
     notebook is byte for byte as committed (the run went to build/lecture/). CI presents notebooks 00 and 01 (the
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -29,6 +31,7 @@ pytestmark = [pytest.mark.browser,
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 DECKS = [*NOTEBOOKS, ROOT / "slides" / "bertlook_talk.ipynb"]
 PRESENTED = NOTEBOOKS if os.environ.get("BERTLOOK_PRESENT_ALL") else NOTEBOOKS[:2]
+SOLUTION_CELL = re.compile(r'class="[^"]*\bcelltag_solution\b')  # nbconvert gives a cell its tags as classes
 EXPLORER_IMAGE = ".bertlook-explorer .jp-OutputArea-output img"
 
 
@@ -56,7 +59,15 @@ def test_every_offline_deck_fits_and_shows_only_what_a_class_should_see(tmp_path
     slides = slide_fit.measure(decks, DECKS)
     print(table(slides))
     assert slide_fit.problems(slides, DECKS) == []
-    assert "def surface_shares" not in (tmp_path / "01_surface_attention.slides.html").read_text()  # no solution
+    assert not SOLUTION_CELL.search((tmp_path / "01_surface_attention.slides.html").read_text())  # no solution
+
+
+def test_the_instructors_decks_fit_with_every_solution(tmp_path):
+    export.copy_assets(tmp_path)
+    decks = [export.export(path, tmp_path, edition="instructor") for path in NOTEBOOKS]
+    slides = slide_fit.measure(decks)
+    assert [str(s) for s in slides if s.overflows] == []
+    assert SOLUTION_CELL.search((tmp_path / "01_surface_attention.slides.html").read_text())
 
 
 def kit_copy(tmp_path: Path, notebook: Path) -> Path:
