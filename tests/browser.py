@@ -38,3 +38,23 @@ def screenshot(page, name: str):
     path = SCREENSHOTS / name
     page.screenshot(path=str(path), full_page=False)
     return path
+
+
+def run_all(page, url: str, token: str, path: str) -> None:
+    """Open `path` in JupyterLab, run every cell and wait until the last has run; no cell may fail."""
+    page.goto(f"{url}/lab/tree/{path}?token={token}")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel", timeout=90_000)
+    page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function("""() => {
+        const panel = window.jupyterapp.shell.currentWidget, cells = panel.content.widgets;
+        return panel.sessionContext.session.kernel.status === 'idle'
+            && cells.every(c => c.model.type !== 'code' || !c.model.sharedModel.source.trim()
+                                || c.model.executionCount !== null);
+    }""", timeout=900_000, polling=1000)
+    errors = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
+        .filter(c => c.model.type === 'code' && c.model.outputs.toJSON().some(o => o.output_type === 'error'))
+        .map(c => c.model.sharedModel.source.slice(0, 80))""")
+    assert errors == [], errors

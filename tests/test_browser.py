@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from browser import ROOT, browser_page, chromium_available, is_local, jupyterlab, screenshot
+from browser import ROOT, browser_page, chromium_available, is_local, jupyterlab, run_all, screenshot
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not chromium_available(), reason="Debian chromium is not installed (make setup)")]
@@ -87,19 +87,7 @@ def test_slide_deck_advances_to_slide_two_with_a_figure(tmp_path):
 def test_jupyterlab_runs_the_tour_with_live_widgets_and_bertviz(tmp_path):
     shutil.copy(TOUR, tmp_path / TOUR.name)  # JupyterLab saves what it runs: work on a copy
     with jupyterlab(tmp_path) as (url, token), browser_page(1400, 1000) as (page, requests):
-        page.goto(f"{url}/lab/tree/{TOUR.name}?token={token}")
-        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
-        page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                               " && window.jupyterapp.shell.currentWidget.sessionContext.session"
-                               " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel",
-                               timeout=90_000)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        n_code = page.locator(".jp-CodeCell").count()
-        page.wait_for_function(
-            f"""() => {{
-                const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);
-                return prompts.length === {n_code} && prompts.every(p => /\\[\\d+\\]/.test(p));
-            }}""", timeout=240_000)
+        run_all(page, url, token, TOUR.name)
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'] .jp-RenderedText"
                               ", .jp-RenderedText[data-mime-type='application/vnd.jupyter.error']")
         assert errors.count() == 0, errors.first.inner_text()[:500]
