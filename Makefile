@@ -28,7 +28,7 @@ DEVICE ?=
 export BERTLOOK_DEVICE := $(DEVICE)
 
 .PHONY: setup assets browser run test unit slow nbval notebooks slides book report extract bench lab prefill clean present \
-	cache-pack cache-unpack
+	cache-pack cache-unpack portability
 
 setup: $(STAMP) $(ASSETS)
 
@@ -111,10 +111,11 @@ notebooks: setup browser
 	$(PY) -m tools.slides --fit $(NOTEBOOKS)
 	$(PY) -m tools.student_copy
 
-## present: every numbered notebook presented as a teacher does, in a browser (tests/test_presenting.py): Run All,
-## Alt+R, every slide walked, an explorer changed, the notebook unchanged after (best from a filled cache)
+## present: every live slideshow walked, and every numbered notebook presented as a teacher does, in a browser
+## (tests/test_presenting.py): Run All, Alt+R, every slide walked, an explorer changed, the notebook unchanged after
+## (best from a filled cache; make test does a representative part)
 present: setup browser
-	BERTLOOK_PRESENT_ALL=1 BERTLOOK_DEVICE=cpu $(PY) -m pytest -q -p no:randomly tests/test_presenting.py -k teacher
+	BERTLOOK_PRESENT_ALL=1 BERTLOOK_DEVICE=cpu $(PY) -m pytest -q -p no:randomly tests/test_presenting.py
 
 ## slides: offline reveal.js decks of the talk and every notebook (stored outputs) into build/slides/, without the
 ## solutions; EDITION=instructor: with every solution as a slide, into build/slides-instructor/
@@ -135,6 +136,16 @@ cache-pack: setup
 
 cache-unpack: setup
 	$(PY) -m bertlook_utils.cli cache unpack $(PACK)
+
+## portability: run notebooks from an empty cache as other laptops would (PyTorch's vector kernels, thread counts;
+## ALONE=1: each from its own empty cache) and list every checked output that differs (tools/portability.py);
+## report in build/portability.md
+PORTABLE ?= $(NOTEBOOKS)
+KERNELS ?= default avx2 avx512
+THREADS ?= 2
+portability: $(STAMP)
+	$(PY) -m tools.portability $(PORTABLE) --kernels $(KERNELS) --threads $(THREADS) $(if $(ALONE),--alone) \
+		--report $(BUILD)/portability.md
 
 ## bench: extraction + surface statistics vs a naive loop and the bare forward pass (benchmarks/README.md)
 bench: $(STAMP)

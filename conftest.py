@@ -5,10 +5,33 @@
   than that (seen once in a fresh-clone run, after notebook 08's fine-tuning cell), so it gets a minute here.
 - Checked cells are compared by their plain text: a result table (`compare.show`) is styled HTML for the reader
   and plain text for nbval, and the HTML (Styler markup, escaping) would only repeat the same numbers.
+- A progress bar is no result: a checked cell that computes shows one when its notebook runs from an empty cache
+  and none when the cache holds the result (notebook 09 run alone, before notebook 04 filled it), so progress
+  bars (tqdm's widget or its text on stderr) are left out of the comparison on both sides.
 """
+import re
+import types
 
 NBVAL_OUTPUT_TIMEOUT = 60  # seconds
 NOT_COMPARED = ("text/html",)
+PROGRESS = re.compile(r"\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]? \[")  # tqdm's "| 12/72 [" (or "| 0/? [")
+
+
+def is_progress(output) -> bool:
+    """True for a tqdm progress bar: its notebook widget, or stderr text made only of bars."""
+    data = output.get("data") or {}
+    if "application/vnd.jupyter.widget-view+json" in data:
+        return bool(PROGRESS.search(data.get("text/plain", "")))
+    if output.get("output_type") == "stream" and output.get("name") == "stderr":
+        lines = [line for line in re.split(r"[\r\n]", output.get("text", "")) if line.strip()]
+        return bool(lines) and all(PROGRESS.search(line) for line in lines)
+    return False
+
+
+def compare_without_progress(item, test, ref, skip_compare=None):
+    keep = [output for output in test if not is_progress(output)]
+    kept = [output for output in ref if not is_progress(output)]
+    return type(item).compare_outputs(item, keep, kept, skip_compare)
 
 
 def pytest_collection_modifyitems(items):
@@ -17,3 +40,4 @@ def pytest_collection_modifyitems(items):
             item.output_timeout = NBVAL_OUTPUT_TIMEOUT
             if not set(NOT_COMPARED) <= set(item.parent.skip_compare):
                 item.parent.skip_compare = tuple(item.parent.skip_compare) + NOT_COMPARED
+            item.compare_outputs = types.MethodType(compare_without_progress, item)

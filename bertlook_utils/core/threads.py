@@ -3,8 +3,10 @@
 On a laptop's few cores, the threads of a small PyTorch op, a BLAS call or scikit-learn's OpenMP loops mostly
 wait for each other, and on busy shared cores they spin: measured on this project's 2-core machine, a CNN
 training run took 139 s with 2 threads and 11 s with one, a boosted-trees fit 190 s and 1.3 s, a logistic
-regression 1-9 s and 0.03 s. `one_thread` runs the block on one thread and restores the settings after. Do not
-use it around fine-tuning: the thread count changes the order of floating-point sums, hence the weights.
+regression 1-9 s and 0.03 s. `one_thread` runs the block on one thread and restores the settings after. Every
+training loop of the kit runs on one thread (fine-tuning and the pattern CNN inside `one_thread`, the probes and
+the toy encoders inside `probes.deterministic`): the thread count changes the order of floating-point sums, hence
+the weights, and one fixed count makes them the same on any laptop with the same vector kernels.
 """
 from __future__ import annotations
 
