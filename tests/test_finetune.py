@@ -9,6 +9,7 @@ import torch
 from bertlook_utils import finetune
 from bertlook_utils.extract import batches
 from bertlook_utils.models import load_encoder
+from bertlook_utils.core.threads import TRAINING_THREADS
 from bertlook_utils.tasks import Example, TaskData
 
 
@@ -155,3 +156,38 @@ def test_task_scores_puts_the_baselines_beside_the_fine_tuned_model(tiny_folder,
         assert row[column] == finetune.probe_accuracy(train[kind], train_labels, test[kind], labels)
     with pytest.raises(ValueError, match="no fine-tuned model"):
         finetune.task_scores(base, {"tiny": data}, {}, max_length=32, cache_dir=tmp_path, progress=False)
+
+
+def test_fine_tuning_trains_the_same_weights_on_any_core_count(tmp_path, monkeypatch):
+    """Wide enough (256 dimensions) that PyTorch splits its ops across threads when it may; the weights are bit for
+    bit the same whether the caller runs 1 or 4 threads, because training always runs on TRAINING_THREADS."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from bertlook_utils.models import default_model_path
+
+    folder = tmp_path / "wide"
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=1024, max_position_embeddings=128)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    data = small_task()
+    threads_seen = []
+    step = torch.optim.AdamW.step
+    monkeypatch.setattr(torch.optim.AdamW, "step",
+                        lambda self, *a, **k: threads_seen.append(torch.get_num_threads()) or step(self, *a, **k))
+    outer = torch.get_num_threads()
+    weights = []
+    try:
+        for threads in (1, 4):
+            torch.set_num_threads(threads)
+            tuned = finetune.finetune(load_encoder(folder), data, epochs=1, batch_size=3, seed=0,
+                                      cache_dir=tmp_path / str(threads), progress=False)
+            assert torch.get_num_threads() == threads  # restored after training
+            weights.append([p.detach().clone() for p in [*tuned.encoder.model.parameters(), *tuned.head.parameters()]])
+            meta = (tuned.folder / finetune.META_FILE).read_text()
+            assert f'"threads": {TRAINING_THREADS}' in meta and '"cpu_capability"' in meta
+    finally:
+        torch.set_num_threads(outer)
+    assert all(torch.equal(a, b) for a, b in zip(*weights))
+    assert set(threads_seen) == {TRAINING_THREADS}

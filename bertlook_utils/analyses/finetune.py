@@ -35,7 +35,7 @@ from ..core.source import code_version
 from ..engine.extract import Batch, RowReducer, batches, reduce
 from ..core.models import Encoder, load_encoder, save_folder
 from ..data.tasks import Example, TaskData
-from ..core.threads import one_thread
+from ..core.threads import TRAINING_THREADS, fixed_threads, one_thread
 
 HEAD_FILE = "classifier_head.pt"
 META_FILE = "bertlook_task.json"
@@ -111,9 +111,12 @@ def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int 
              progress: bool = True) -> FineTuned:
     """Fine-tune a copy of `encoder` (it stays as it is) with a linear head on [CLS] on `data.train`.
 
-    AdamW, linear warm-up (10 % of the steps) and decay, dropout as the model's config; seeded. The result is
-    cached as a folder (model + tokenizer, `load_encoder(folder)` reads it, and the head) keyed by the base
-    model, the data, the settings and this module's code; a second call loads it."""
+    AdamW, linear warm-up (10 % of the steps) and decay, dropout as the model's config; seeded; on
+    `TRAINING_THREADS` threads, so that the weights are the same on any core count. The result is cached as a
+    folder (model + tokenizer, `load_encoder(folder)` reads it, and the head) keyed by the base model, the data,
+    the settings and this module's code; a second call loads it. The CPU's vector kernels (`trained_on`) change
+    the last bits of the weights too; the key leaves them out, so that a cache pack filled on one laptop serves a
+    class of others, and the folder's metadata records them."""
     settings = f"{epochs}/{batch_size}/{lr}/{max_length}/{seed}"
     folder = None
     cache_dir = usable_cache(encoder.model, cache_dir)
@@ -138,21 +141,22 @@ def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int 
     history = []
     bar = tqdm(total=total, desc=f"fine-tuning on {data.name}", unit="step", disable=not progress)
     model.train()
-    for epoch in range(epochs):
-        order = list(data.train)
-        rng.shuffle(order)
-        for batch in batches(tuned, [e.item for e in order], batch_size, attention=False, max_tokens=max_length):
-            labels = torch.tensor([e.label for e in order[batch.start:batch.start + len(batch.inputs)]])
-            logits = head(dropout(_cls_states(model, batch.model_inputs)))
-            loss = torch.nn.functional.cross_entropy(logits, labels)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            schedule.step()
-            history.append((len(history) + 1, epoch + 1, loss.item()))
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+    with fixed_threads(TRAINING_THREADS):  # the same weights whatever the machine's core count (`core.threads`)
+        for epoch in range(epochs):
+            order = list(data.train)
+            rng.shuffle(order)
+            for batch in batches(tuned, [e.item for e in order], batch_size, attention=False, max_tokens=max_length):
+                labels = torch.tensor([e.label for e in order[batch.start:batch.start + len(batch.inputs)]])
+                logits = head(dropout(_cls_states(model, batch.model_inputs)))
+                loss = torch.nn.functional.cross_entropy(logits, labels)
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                optimizer.step()
+                schedule.step()
+                history.append((len(history) + 1, epoch + 1, loss.item()))
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss.item():.3f}")
     bar.close()
     model.eval()
     history_frame = pd.DataFrame(history, columns=["step", "epoch", "loss"])
@@ -162,11 +166,18 @@ def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int 
     def write_head(tmp: Path) -> None:
         torch.save(head.state_dict(), tmp / HEAD_FILE)
         meta = dict(task=data.name, labels=list(data.labels), max_length=max_length,
-                    history=history_frame.to_dict(orient="list"))
+                    history=history_frame.to_dict(orient="list"), trained_on=trained_on())
         (tmp / META_FILE).write_text(json.dumps(meta))
 
     save_folder(folder, model, tuned.tokenizer, write_head)
     return load_finetuned(folder, encoder.device, encoder.precision)
+
+
+def trained_on() -> dict[str, str | int]:
+    """What besides the key shapes the trained weights: the thread count of training (`TRAINING_THREADS`), the
+    CPU's vector kernels PyTorch uses and PyTorch's version."""
+    return {"threads": TRAINING_THREADS, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch": torch.__version__}
 
 
 def load_finetuned(folder: Path | str, device: str | torch.device | None = None,
