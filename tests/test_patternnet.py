@@ -116,7 +116,8 @@ def test_cross_validation_uses_the_rules_folds_and_never_trains_on_the_held_out_
         def probabilities(self, g, batch_size=512):
             return np.tile(np.eye(len(self.kinds))[0], (len(g), 1))  # vertical
 
-    monkeypatch.setattr(patternnet, "trained", lambda g, labels, seed, settings, cache_dir: Remembers(g, seed))
+    monkeypatch.setattr(patternnet, "train_many", lambda jobs, settings, cache_dir, workers: [
+        Remembers(g, seed) for g, _, seed in jobs])
     cv = patternnet.cross_validate(grids, kinds, folds=5, seed=2)
     assert np.array_equal(cv["fold"], stratified_folds(kinds, 5, seed=2))
     for fold, (seed, used) in enumerate(seen):
@@ -127,6 +128,26 @@ def test_cross_validation_uses_the_rules_folds_and_never_trains_on_the_held_out_
     assert [seed for seed, _ in seen] == [7, 8] * 5
     for i, (_, used) in enumerate(seen):
         assert used == set(np.flatnonzero(cv["fold"].to_numpy() != i // 2))
+    seen.clear()  # one net per seed, scored on its own: the same folds for every seed
+    each = patternnet.cross_validate_each(grids, kinds, seeds=(7, 8), folds=5, seed=2)
+    assert list(each) == [7, 8] and [seed for seed, _ in seen] == [7] * 5 + [8] * 5
+    for i, (_, used) in enumerate(seen):
+        assert used == set(np.flatnonzero(each[7]["fold"].to_numpy() != i % 5))
+    assert all(np.array_equal(frame["fold"], cv["fold"]) for frame in each.values())
+
+
+def test_nets_trained_in_other_processes_are_the_nets_trained_in_place(tmp_path):
+    grids, kinds = patternnet.prototype_grids(2, PATTERNS, seed=0)
+    settings = {"epochs": 2, "prototypes": 0}
+    here = [patternnet.train(grids, kinds, seed, settings) for seed in (0, 1)]
+    there = patternnet.train_many([(grids, kinds, 0), (grids, kinds, 1)], settings, tmp_path, workers=2)
+    for a, b in zip(here, there):
+        assert a.kinds == b.kinds
+        assert all(np.array_equal(v, b.state()[k]) for k, v in a.state().items() if k != "kinds")
+    cached = patternnet.trained(grids, kinds, 1, settings, cache_dir=tmp_path)  # what the processes cached
+    np.testing.assert_array_equal(cached.probabilities(grids), here[1].probabilities(grids))
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        patternnet.train_many([(grids, kinds, 2)], settings, None, workers=0)
 
 
 def test_an_ensemble_averages_its_nets_and_is_counted_like_one(prototype_net):

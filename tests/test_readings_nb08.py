@@ -90,6 +90,19 @@ def test_classifier_agreement_when_vertical_is_not_the_easiest_and_nothing_waver
     assert len(got.confused) == 1 and got.n_confused_wavered == 0
 
 
+def test_seed_spread_reads_the_range_of_macro_f1_and_the_kind_that_moves_most():
+    by_seed = pd.DataFrame({"accuracy": [0.71, 0.73, 0.70], "macro-F1": [0.60, 0.54, 0.62],
+                            "F1 vertical": [0.85, 0.86, 0.84], "F1 block": [0.49, 0.30, 0.45],
+                            "F1 broad": [0.29, 0.20, float("nan")]},
+                           index=["seed 0", "seed 1", "seed 2"])
+    got = nb08.seed_spread(by_seed)
+    assert got.n_seeds == 3 and (got.macro_f1_low, got.macro_f1_high) == pytest.approx((0.54, 0.62))
+    assert got.accuracy_high == pytest.approx(0.73)
+    assert got.widest_kind == "block" and got.widest_range == pytest.approx(0.19)
+    with pytest.raises(ValueError, match="two seeds"):
+        nb08.seed_spread(by_seed.iloc[:1])
+
+
 # -- the heterogeneous share -----------------------------------------------------------------------
 def long_shares(values: dict[tuple[str, Stage], dict[str, tuple[float, float, float]]]) -> pd.DataFrame:
     """(task, model) -> kind -> (share, low, high); kinds not given have share 0 and band [0, 0]."""

@@ -70,7 +70,7 @@ from ...core.models import Encoded, Encoder
 from .evaluation import check_folds, confusion_macro_f1, kind_codes, stratified_folds
 from .kinds import KINDS, label_scheme, to_pattern
 # re-exported: notebook 08 and its student copies, already handed out, call them as patterns.<name>
-from .evaluation import agreement, class_scores, macro_f1  # noqa: F401
+from .evaluation import agreement, class_scores, classifier_scores, macro_f1  # noqa: F401
 from .kinds import PATTERNS  # noqa: F401
 
 FEATURES = ("stripes", "diagonal", "locality", "entropy")

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .kinds import KINDS, in_scheme, label_scheme
+from .kinds import KINDS, PATTERNS, in_scheme, label_scheme, to_pattern
 
 
 def kind_codes(names, kinds: Sequence[str]) -> np.ndarray:
@@ -62,6 +62,16 @@ def class_scores(truth: Sequence[str], predicted: Sequence[str]) -> pd.DataFrame
         return pd.DataFrame({"support": support, "predicted": called, "precision": tp / called,
                              "recall": tp / support, "f1": 2 * tp / (support + called)},
                             index=pd.Index(confusion.index.astype(str), name="kind"))
+
+
+def classifier_scores(truth: Sequence[str], predicted: Sequence[str]) -> dict[str, float]:
+    """One classifier's row of a score table: accuracy, macro-F1 (the scheme of `truth`), "macro-F1, five kinds"
+    (broad counted as heterogeneous, the paper's count) and "F1 <kind>" for each kind of the scheme of `truth`."""
+    accuracy, f1, _ = agreement(truth, predicted)
+    five = macro_f1(to_pattern(truth), to_pattern(predicted), PATTERNS)
+    per_kind = class_scores(truth, predicted)["f1"]
+    return {"accuracy": accuracy, "macro-F1": f1, "macro-F1, five kinds": five,
+            **{f"F1 {kind}": float(v) for kind, v in per_kind.items()}}
 
 
 def stratified_folds(labels: Sequence[str], folds: int = 5, seed: int = 0) -> np.ndarray:

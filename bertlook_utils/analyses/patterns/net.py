@@ -17,13 +17,17 @@ with few labels); seeded, on one thread (`one_thread`), about 10 s for 500 maps 
 uses the rules' folds (`evaluation.stratified_folds`): the prototypes join every training fold, the scores come
 from hand labels only. One net's score hangs on its seed (macro-F1 0.54-0.62 over seeds 0-4 on the 440 labels):
 `trained_ensemble` / `NetEnsemble` average the probabilities of one net per seed of SEEDS (0.62), and
-`cross_validate(..., seeds=SEEDS)` scores that. The settings (SETTINGS) were fixed before the first
-cross-validation and not changed after it.
+`cross_validate(..., seeds=SEEDS)` scores that, and `cross_validate_each` scores one net per seed, so that a
+notebook shows how far a score moves with the seed. Nets missing from the cache are trained in parallel
+processes, one thread each (`train_many`: a process's net is the same as the one trained in place). The settings
+(SETTINGS) were fixed before the first cross-validation and not changed after it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -38,7 +42,7 @@ from ...core.cache import DEFAULT_CACHE_DIR, entry_path, load_result, save_resul
 from ...core.source import code_version
 from ...engine.extract import Batch
 from ...core.models import Encoded
-from .evaluation import out_of_fold
+from .evaluation import check_folds, out_of_fold, stratified_folds
 from .kinds import KINDS, in_scheme, label_scheme
 from ...core.threads import one_thread
 
@@ -262,21 +266,49 @@ def _key(grids: np.ndarray, labels: np.ndarray, *settings) -> str:
     return digest.hexdigest()
 
 
+def _entry(grids: np.ndarray, labels: np.ndarray, seed: int, settings: Mapping[str, float],
+           cache_dir: Path | str | None) -> Path | None:
+    if cache_dir is None:
+        return None
+    return entry_path(cache_dir, "patternnet", _key(grids, labels, seed, sorted(settings.items())),
+                      version=code_version(__name__))
+
+
+def _train_state(grids: np.ndarray, labels: np.ndarray, seed: int, settings: Mapping[str, float]
+                 ) -> dict[str, np.ndarray]:
+    """`train`'s weights, as `TrainedNet.state` (what a worker process sends back)."""
+    return train(grids, labels, seed, settings).state()
+
+
+def train_many(jobs: Sequence[tuple[np.ndarray, Sequence[str], int]], settings: Mapping[str, float] = SETTINGS,
+               cache_dir: Path | str | None = DEFAULT_CACHE_DIR, workers: int = 1) -> list[TrainedNet]:
+    """`trained` for each job (grids [N, C, S, S], labels [N], seed): cached nets are read, the others trained,
+    `workers` at once in fresh processes (each net trains on one thread, so a process gives the weights an in-place
+    `train` gives), and cached. From a script, call it with workers > 1 under `if __name__ == "__main__":`."""
+    jobs = [(grids, np.asarray(labels, dtype=object), int(seed)) for grids, labels, seed in jobs]
+    paths = [_entry(grids, labels, seed, settings, cache_dir) for grids, labels, seed in jobs]
+    states = [None if path is None else load_result(path) for path in paths]
+    missing = [i for i, state in enumerate(states) if state is None]
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    workers = min(len(missing), workers)
+    if workers > 1:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {i: pool.submit(_train_state, *jobs[i], settings) for i in missing}
+            fresh = {i: future.result() for i, future in futures.items()}
+    else:
+        fresh = {i: _train_state(*jobs[i], settings) for i in missing}
+    for i, state in fresh.items():
+        states[i] = state
+        if paths[i] is not None:
+            save_result(paths[i], state)
+    return [TrainedNet.from_state(state) for state in states]
+
+
 def trained(grids: np.ndarray, labels: Sequence[str], seed: int = 0, settings: Mapping[str, float] = SETTINGS,
             cache_dir: Path | str | None = DEFAULT_CACHE_DIR) -> TrainedNet:
     """`train`, cached by images, labels, seed, settings and this module's code."""
-    labels = np.asarray(labels, dtype=object)
-    path = None
-    if cache_dir is not None:
-        path = entry_path(cache_dir, "patternnet", _key(grids, labels, seed, sorted(settings.items())),
-                          version=code_version(__name__))
-        state = load_result(path)
-        if state is not None:
-            return TrainedNet.from_state(state)
-    net = train(grids, labels, seed, settings)
-    if path is not None:
-        save_result(path, net.state())
-    return net
+    return train_many([(grids, labels, seed)], settings, cache_dir, workers=1)[0]
 
 
 @dataclass
@@ -308,25 +340,51 @@ SEEDS = (0, 1, 2, 3, 4)
 
 
 def trained_ensemble(grids: np.ndarray, labels: Sequence[str], seeds: Sequence[int] = SEEDS,
-                     settings: Mapping[str, float] = SETTINGS, cache_dir: Path | str | None = DEFAULT_CACHE_DIR
-                     ) -> NetEnsemble:
-    """One `trained` (cached) net per seed: about 10 s each on a free CPU core."""
+                     settings: Mapping[str, float] = SETTINGS, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                     workers: int = 1) -> NetEnsemble:
+    """One `trained` (cached) net per seed, trained in parallel (`train_many`): about 10 s each on a CPU core."""
     if not len(seeds):
         raise ValueError("give at least one seed")
-    return NetEnsemble([trained(grids, labels, s, settings, cache_dir) for s in seeds])
+    return NetEnsemble(train_many([(grids, labels, s) for s in seeds], settings, cache_dir, workers))
+
+
+def cross_validate_each(grids: np.ndarray, labels: Sequence[str], seeds: Sequence[int], folds: int = 5,
+                        seed: int = 0, settings: Mapping[str, float] = SETTINGS,
+                        cache_dir: Path | str | None = DEFAULT_CACHE_DIR, fold_of: Sequence[int] | None = None,
+                        workers: int = 1) -> dict[int, pd.DataFrame]:
+    """`cross_validate` of one net per seed of `seeds` (seed -> its out-of-fold predictions), with the same folds
+    (`fold_of`, else `stratified_folds(labels, folds, seed)`) for every seed; every fold's net of every seed is
+    trained at once (`train_many`)."""
+    labels = np.asarray(labels, dtype=object)
+    if not len(seeds):
+        raise ValueError("give at least one seed")
+    fold_of = check_folds(fold_of, len(labels), folds) if fold_of is not None else stratified_folds(labels, folds, seed)
+    nets = iter(train_many([(grids[fold_of != f], labels[fold_of != f], s) for s in seeds for f in range(folds)],
+                           settings, cache_dir, workers))
+
+    def predict_fold(train: np.ndarray, test: np.ndarray) -> np.ndarray:  # called once per fold, in order
+        return next(nets).probabilities(grids[test])
+
+    return {int(s): out_of_fold(labels, predict_fold, folds, seed, fold_of) for s in seeds}
 
 
 def cross_validate(grids: np.ndarray, labels: Sequence[str], folds: int = 5, seed: int = 0,
                    settings: Mapping[str, float] = SETTINGS, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
-                   fold_of: Sequence[int] | None = None, seeds: Sequence[int] | None = None) -> pd.DataFrame:
+                   fold_of: Sequence[int] | None = None, seeds: Sequence[int] | None = None,
+                   workers: int = 1) -> pd.DataFrame:
     """Out-of-fold predictions with the rules' folds (`evaluation.stratified_folds(labels, folds, seed)`, or
     `fold_of` [N] when given): a net trained (cached) on the other folds with `seed`, or an ensemble of one net
     per seed of `seeds` when given, predicts each fold. Returns `label`, `predicted`, `fold` and one probability
-    column per kind (`p_vertical`, ...) per map."""
+    column per kind (`p_vertical`, ...) per map. Every fold's nets are trained at once (`train_many`)."""
     labels = np.asarray(labels, dtype=object)
+    fold_of = check_folds(fold_of, len(labels), folds) if fold_of is not None else stratified_folds(labels, folds, seed)
+    use = (seed,) if seeds is None else tuple(seeds)
+    if not use:
+        raise ValueError("give at least one seed")
+    nets = iter(train_many([(grids[fold_of != f], labels[fold_of != f], s) for f in range(folds) for s in use],
+                           settings, cache_dir, workers))
 
-    def predict_fold(train: np.ndarray, test: np.ndarray) -> np.ndarray:
-        net = trained_ensemble(grids[train], labels[train], (seed,) if seeds is None else seeds, settings, cache_dir)
-        return net.probabilities(grids[test])
+    def predict_fold(train: np.ndarray, test: np.ndarray) -> np.ndarray:  # called once per fold, in order
+        return NetEnsemble([next(nets) for _ in use]).probabilities(grids[test])
 
     return out_of_fold(labels, predict_fold, folds, seed, fold_of)

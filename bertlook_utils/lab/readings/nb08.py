@@ -119,6 +119,29 @@ def classifier_agreement(table: pd.DataFrame, truth: Sequence[str], predicted: M
         n_confused_wavered=len(set(confused.index) & wavered))
 
 
+@dataclass(frozen=True)
+class SeedSpread:
+    """How far the CNN's cross-validated scores move with its seed (scores in [0, 1])."""
+
+    n_seeds: int  # nets compared, one per seed, each scored over the same folds
+    macro_f1_low: float  # the lowest macro-F1 over the seeds
+    macro_f1_high: float  # the highest
+    accuracy_high: float  # the highest accuracy over the seeds
+    widest_kind: str  # the kind whose F1 moves most over the seeds
+    widest_range: float  # by how much (highest - lowest)
+
+
+def seed_spread(by_seed: pd.DataFrame) -> SeedSpread:
+    """by_seed: one row per seed, the columns of a score table (`patterns.classifier_scores`: macro-F1,
+    "F1 <kind>", ...)."""
+    if len(by_seed) < 2:
+        raise ValueError("a spread needs at least two seeds")
+    ranges = (by_seed.filter(like="F1 ").max() - by_seed.filter(like="F1 ").min()).dropna()
+    return SeedSpread(n_seeds=len(by_seed), macro_f1_low=float(by_seed["macro-F1"].min()),
+                      macro_f1_high=float(by_seed["macro-F1"].max()), accuracy_high=float(by_seed["accuracy"].max()),
+                      widest_kind=str(ranges.idxmax()).removeprefix("F1 "), widest_range=float(ranges.max()))
+
+
 # -- the heterogeneous share -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class HeterogeneousShare:
