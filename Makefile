@@ -75,8 +75,12 @@ extract: setup
 	$(VENV)/bin/torchrun --standalone --nproc_per_node=$(PROCS) -m bertlook_utils.cli extract \
 		--analyses surface clustering --segments $(SEGMENTS)
 
-## test: the fast unit tests, the slow and browser tests, then every committed notebook under nbval
-test: unit slow nbval
+## test: ruff, then the fast, slow and browser tests together in TEST_WORKERS processes (one test file per process
+## at a time: the browser tests' waits overlap the fast tests' work), then every committed notebook under nbval
+test: setup browser
+	$(VENV)/bin/ruff check .
+	BERTLOOK_DEVICE=cpu $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
+	$(MAKE) nbval
 
 ## browser: Debian's chromium for the browser tests (playwright drives it; it never downloads a browser)
 browser:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from bertlook_utils import disabling, intervene
+from bertlook_utils import clspass, disabling, intervene
 from bertlook_utils.extract import batches
 from bertlook_utils.finetune import FineTuned
 from bertlook_utils.models import default_model_path, load_encoder
@@ -80,7 +80,7 @@ def test_the_fast_scan_runs_fewer_layers(sharp):
     from transformers import BertModel
 
     layers = intervene.encoder_layers(sharp.model)
-    first_token = disabling._first_token_step(layers[-1]) is not None
+    first_token = clspass.first_token_step(layers[-1]) is not None
     assert first_token == isinstance(sharp.model, BertModel)
     batch = next(batches(sharp, TEXTS[:2], 2, attention=False))
     calls = []

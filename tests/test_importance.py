@@ -39,8 +39,8 @@ def test_a_mask_of_ones_is_the_model(classifier):
 
 
 def test_gradients_are_per_input_and_match_finite_differences(classifier):
-    reducer = importance.MaskGradients(classifier, [e.label for e in EXAMPLES])
-    importance._run(classifier, EXAMPLES, reducer, 4, None, False, "test")
+    reducer = importance._run(classifier, EXAMPLES, lambda ordered: importance.MaskGradients(
+        classifier, [e.label for e in ordered]), 4, None, False, "test")  # shortest first: labels in that order
     gradient = reducer.arrays["gradient"]  # [4, 2, 4]
     eps = 1e-3
     for k in (0, 2):
@@ -127,9 +127,9 @@ def test_masks_in_one_pass_equal_one_pass_per_mask(classifier, monkeypatch):
     masks = (rng.random((5, 2, 4)) > 0.4).astype(np.float32)
     masks[3] = masks[1]  # a repeated mask runs once and is reported twice
     together = importance.masked_accuracy(classifier, EXAMPLES, masks, cache_dir=None, progress=False)
-    reducer = importance.MaskedLogits(classifier, masks)
     monkeypatch.setattr(importance, "ROWS", 1)  # one mask per forward pass
-    importance._run(classifier, EXAMPLES, reducer, 4, None, False, "test")
+    reducer = importance._run(classifier, EXAMPLES, lambda ordered: importance.MaskedLogits(classifier, masks), 4,
+                              None, False, "test")
     batch = next(batches(classifier.encoder, [e.item for e in EXAMPLES], attention=False))
     with torch.inference_mode():
         direct = torch.stack([importance._logits(classifier, batch.model_inputs, torch.from_numpy(m))
@@ -168,8 +168,8 @@ def test_masked_accuracy_with_drains_equals_the_drained_forward_pass(classifier)
     drains[1, 0] = 1
     drains[2] = 1
     masks[2, 1, 0] = 0
-    reducer = importance.MaskedLogits(classifier, masks, drains)
-    importance._run(classifier, EXAMPLES, reducer, 4, None, False, "test")
+    reducer = importance._run(classifier, EXAMPLES, lambda ordered: importance.MaskedLogits(classifier, masks, drains),
+                              4, None, False, "test")
     batch = next(batches(classifier.encoder, [e.item for e in EXAMPLES], attention=False))
     with torch.inference_mode():
         direct = torch.stack([importance._logits(classifier, batch.model_inputs, torch.from_numpy(m),

@@ -38,6 +38,7 @@ from ..core import intervene
 from ..core.cache import DEFAULT_CACHE_DIR
 from ..core.conventions import head_label
 from ..engine.extract import Batch, RowReducer, reduce
+from . import clspass
 from .finetune import FineTuned
 from ..data.tasks import TaskData
 
@@ -89,36 +90,6 @@ def _hidden(output) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
 
 
-def _first_token_step(layer: torch.nn.Module):
-    """For a BERT-style layer (attention.self.query/key/value, attention.output, intermediate, output: BERT,
-    RoBERTa, ELECTRA), step(hidden [B, T, D], mask (additive, [B or 1, 1, T or 1, T]) or None, edit, index) ->
-    [B, D]: the layer's output at the first position alone, with edit(index, probs) applied to that row's
-    probabilities [B, heads, 1, T]. The last layer's other rows are never read by a head on [CLS], and keys and
-    values are all it needs of them. None for other layers."""
-    try:
-        attention = layer.attention.self
-        query, key, value = attention.query, attention.key, attention.value
-        heads, size = attention.num_attention_heads, attention.attention_head_size
-        attention_output, intermediate, output = layer.attention.output, layer.intermediate, layer.output
-    except AttributeError:
-        return None
-    scaling = getattr(attention, "scaling", size ** -0.5)
-
-    def step(hidden: torch.Tensor, mask: torch.Tensor | None, edit: intervene.Edit, index: int) -> torch.Tensor:
-        def split(x):  # [B, T, heads * size] -> [B, heads, T, size]
-            return x.view(x.shape[0], x.shape[1], heads, size).transpose(1, 2)
-
-        first = hidden[:, :1]
-        scores = split(query(first)) @ split(key(hidden)).transpose(2, 3) * scaling
-        if mask is not None:
-            scores = scores + mask[:, :, :1, : hidden.shape[1]]
-        probs = edit(index, torch.nn.functional.softmax(scores, dim=-1))
-        context = (probs @ split(value(hidden))).transpose(1, 2).reshape(hidden.shape[0], 1, heads * size)
-        attended = attention_output(context, first)
-        return output(intermediate(attended), attended)[:, 0]
-    return step
-
-
 @torch.inference_mode()
 def scan_logits(model: torch.nn.Module, head: torch.nn.Module, inputs: dict[str, torch.Tensor],
                 valid: torch.Tensor) -> torch.Tensor:
@@ -129,7 +100,7 @@ def scan_logits(model: torch.nn.Module, head: torch.nn.Module, inputs: dict[str,
     intervene.uniform_head(layer, head, valid))`, at under half the cost: one unedited pass records what
     enters each layer; for layer l its H single heads and the whole layer are disabled in H + 1 stacked copies
     of the batch that run layers l..L only, and the last layer computes the [CLS] row alone where the layer is
-    BERT-style (`_first_token_step`; checked against the unedited pass, else the whole layer runs). Needs an
+    BERT-style (`clspass.first_token_step`; checked against the unedited pass, else the whole layer runs). Needs an
     encoder whose last hidden state is its last layer's output (BERT, RoBERTa, ELECTRA, DistilBERT)."""
     layers = intervene.encoder_layers(model.eval())
     n_heads = model.config.num_attention_heads
@@ -165,7 +136,7 @@ def scan_logits(model: torch.nn.Module, head: torch.nn.Module, inputs: dict[str,
         args, kwargs = arguments(top, copies)
         return args[0] if args else kwargs.get("attention_mask")
 
-    first_token = _first_token_step(layers[top])
+    first_token = clspass.first_token_step(layers[top])
     if first_token is not None and not torch.allclose(
             first_token(entering[top][0][0], last_mask(1), _unchanged, top).cpu(), last[:, 0], rtol=1e-4, atol=1e-5):
         first_token = None  # BERT-like names, other computation: run the whole last layer
@@ -252,8 +223,7 @@ def disabling_scan(tuned: FineTuned, data: TaskData, n_examples: int | None = No
     if not examples:
         raise ValueError("no test examples to scan; give n_examples >= 1 or a task with test examples")
     encoder = tuned.encoder
-    lengths = [len(encoder.prepare(e.a, e.b, max_tokens=tuned.max_length).input_ids) for e in examples]
-    order = sorted(range(len(examples)), key=lambda i: (lengths[i], i))  # short with short: less padding
+    order = clspass.length_order(tuned, examples)  # short with short: less padding
     scan = DisablingScan(tuned)
     reduce(encoder, [examples[i].item for i in order], [scan], batch_size=batch_size, cache_dir=cache_dir,
            progress=progress, max_tokens=tuned.max_length, desc=f"disabling heads ({data.name})")

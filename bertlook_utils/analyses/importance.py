@@ -10,7 +10,8 @@ pruning curve needs, Budhraja et al. 2020); `curve_areas` compares the orders' a
 bootstrap over inputs. `pattern_removal` removes every head of one Kovaleva pattern against random sets matched
 by layer, and can remove only those heads' [CLS] column instead (renormalised, notebook 02's ablation).
 
-Both passes are reducers over a fine-tuned model's inputs (cached block by block). Importance is estimated on
+Both passes are reducers over a fine-tuned model's inputs (cached block by block), which go through the model
+shortest first; the masked pass computes the last layer's [CLS] row alone (`clspass`). Importance is estimated on
 one half of the test inputs and the curves are scored on the other half (`disabling.split_halves`), so the
 order is never chosen on the inputs it is scored on.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,7 @@ import torch
 from ..core import intervene
 from ..core.cache import DEFAULT_CACHE_DIR
 from ..engine.extract import Batch, RowReducer, reduce
+from . import clspass
 from .finetune import FineTuned
 from ..core.intervals import bootstrap_interval, mean_interval
 from ..data.tasks import Example
@@ -60,13 +62,12 @@ ROWS = 256  # inputs x masks per forward pass of MaskedLogits
 
 
 def _logits(tuned: FineTuned, inputs: dict[str, torch.Tensor], mask: torch.Tensor, drain: torch.Tensor | None = None,
-            cls: torch.Tensor | None = None) -> torch.Tensor:
+            cls: torch.Tensor | None = None, fast: bool = False) -> torch.Tensor:
     """[B, C]: the classifier's logits on padded `inputs` with head mask `mask` ([L, H] or [B, L, H]) and, where
-    `drain` (shaped as mask) is 1, the `cls` columns (bool [B, T]) moved to the other tokens (see `mask_edit`)."""
-    valid = inputs["attention_mask"].bool()
-    with intervene.edit_attention(tuned.encoder.model, mask_edit(mask, drain, cls, valid)):
-        hidden = tuned.encoder.model(**inputs).last_hidden_state
-    return tuned.head(hidden[:, 0])
+    `drain` (shaped as mask) is 1, the `cls` columns (bool [B, T]) moved to the other tokens (see `mask_edit`);
+    `fast`: the last layer computes the [CLS] row alone (`clspass.cls_states`)."""
+    edit = mask_edit(mask, drain, cls, inputs["attention_mask"].bool())
+    return tuned.head(clspass.cls_states(tuned.encoder.model, inputs, edit, fast))
 
 
 class MaskGradients(RowReducer):
@@ -115,9 +116,14 @@ class MaskedLogits(RowReducer):
 
     @torch.inference_mode()
     def update(self, batch: Batch) -> None:
-        """Several masks per forward pass: the batch repeated once per mask, each copy with its own mask."""
+        """Several masks per forward pass: the batch repeated once per mask, each copy with its own mask; the last
+        layer computes the [CLS] row alone where it gives the whole layer's answer on this batch's first input."""
         size = len(batch.inputs)
         step = max(1, ROWS // size)
+        first = {key: value[:1] for key, value in batch.model_inputs.items()}
+        fast = clspass.first_token_agrees(self.tuned.encoder.model, first, mask_edit(
+            torch.from_numpy(self.masks[0]), None if self.drains is None else torch.from_numpy(self.drains[0]),
+            batch.is_cls[:1], first["attention_mask"].bool()))
         logits = []
         for start in range(0, len(self.masks), step):
             masks = torch.from_numpy(self.masks[start:start + step])  # [k, L, H]
@@ -125,17 +131,24 @@ class MaskedLogits(RowReducer):
             drain = None if self.drains is None else torch.from_numpy(
                 self.drains[start:start + step]).repeat_interleave(size, 0)
             out = _logits(self.tuned, tiled, masks.repeat_interleave(size, 0), drain,
-                          batch.is_cls.repeat(len(masks), 1))
+                          batch.is_cls.repeat(len(masks), 1), fast)
             logits.append(out.unflatten(0, (len(masks), size)).transpose(0, 1))
         self.add(logits=torch.cat(logits, 1).numpy())  # [B, K, C]
 
 
-def _run(tuned: FineTuned, examples: Sequence[Example], reducer: RowReducer, batch_size: int, cache_dir,
-         progress: bool, desc: str) -> RowReducer:
+def _run(tuned: FineTuned, examples: Sequence[Example], make: Callable[[list[Example]], RowReducer],
+         batch_size: int, cache_dir, progress: bool, desc: str) -> RowReducer:
+    """The reducer `make(examples in the order they run)` with its rows in the examples' order; they go through the
+    model shortest first (less padding)."""
     if not examples:
         raise ValueError("no examples: give at least one input of the task")
-    reduce(tuned.encoder, [e.item for e in examples], [reducer], batch_size=batch_size, cache_dir=cache_dir,
-           progress=progress, max_tokens=tuned.max_length, desc=desc)
+    order = clspass.length_order(tuned, examples)
+    reducer = make([examples[i] for i in order])
+    reduce(tuned.encoder, [examples[i].item for i in order], [reducer], batch_size=batch_size,
+           cache_dir=cache_dir, progress=progress, max_tokens=tuned.max_length, desc=desc)
+    for key, rows in reducer.arrays.items():
+        reducer.arrays[key] = np.empty_like(rows)
+        reducer.arrays[key][order] = rows
     return reducer
 
 
@@ -144,8 +157,8 @@ def head_importance(tuned: FineTuned, examples: Sequence[Example], batch_size: i
     """Per head (rows layer-major): layer, head (1-indexed), importance = mean over the examples of |∂L/∂ξ_h|
     (each example cut to the model's max_length), its 95 % interval over examples (low, high), and normalised
     (importance divided by the ℓ2 norm of its layer's importances, `normalise_by_layer`)."""
-    reducer = MaskGradients(tuned, [e.label for e in examples])
-    _run(tuned, examples, reducer, batch_size, cache_dir, progress, f"head importance ({tuned.task})")
+    reducer = _run(tuned, examples, lambda ordered: MaskGradients(tuned, [e.label for e in ordered]), batch_size,
+                   cache_dir, progress, f"head importance ({tuned.task})")
     values = np.abs(reducer.arrays["gradient"])  # [N, L, H]
     if len(values) < 2:
         raise ValueError("importance needs at least two examples (its interval is over examples)")
@@ -198,8 +211,8 @@ def masked_accuracy(tuned: FineTuned, examples: Sequence[Example], masks: np.nda
     if drains.shape != masks.shape:
         raise ValueError(f"drains must have the masks' shape {masks.shape}, got {drains.shape}")
     unique, index = np.unique(np.stack([masks, drains], 1), axis=0, return_inverse=True)
-    reducer = MaskedLogits(tuned, unique[:, 0], unique[:, 1])
-    _run(tuned, examples, reducer, batch_size, cache_dir, progress, f"pruning heads ({tuned.task})")
+    reducer = _run(tuned, examples, lambda ordered: MaskedLogits(tuned, unique[:, 0], unique[:, 1]), batch_size,
+                   cache_dir, progress, f"pruning heads ({tuned.task})")
     correct = reducer.arrays["logits"].argmax(-1) == np.array([e.label for e in examples])[:, None]
     return correct[:, index.ravel()]
 
