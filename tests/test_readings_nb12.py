@@ -32,14 +32,24 @@ def test_the_scan_reads_the_strongest_block_and_the_chosen_heads():
     assert (reading.heads, reading.heads_above, reading.heads_below, reading.last_layer_above) == (4, 2, 1, 1)
 
 
+def _controls() -> pd.DataFrame:
+    """A `termheads.confirm` table: the chosen set, random and same-layer sets, every head, the exact controls."""
+    return pd.DataFrame({"set": ["chosen (2-1)", "random sets of 1 heads (mean of 5)", "best random set",
+                                 "same-layer sets of 1 other heads (mean of 5)", "best same-layer set",
+                                 "every head", "the last layer (everything)", "self-patch (chosen, from the base)"],
+                         "share": [0.3, 0.0, 0.25, 0.1, 0.15, 0.5, 1.0, 0.0],
+                         "low": [0.2, -0.1, np.nan, 0.05, np.nan, 0.4, 1.0, 0.0],
+                         "high": [0.4, 0.1, np.nan, 0.12, np.nan, 0.6, 1.0, 0.0], "pairs": 7})
+
+
 def test_the_controls_say_whether_the_chosen_set_clears_the_random_ones():
-    table = pd.DataFrame({"set": ["chosen (2-1)", "random sets of 1 heads (mean of 5)", "best random set",
-                                  "every head", "the last layer (everything)", "self-patch (chosen, from the base)"],
-                          "share": [0.3, 0.0, 0.25, 0.5, 1.0, 0.0], "low": [0.2, -0.1, np.nan, 0.4, 1.0, 0.0],
-                          "high": [0.4, 0.1, np.nan, 0.6, 1.0, 0.0], "pairs": 7})
+    table = _controls()
     reading = nb12.controls(table)
-    assert reading.apart and not reading.beats_best and reading.pairs == 7
+    assert reading.apart and not reading.beats_best and reading.beats_neighbours and reading.pairs == 7
     assert (reading.chosen_share, reading.random_high, reading.best_random) == (0.3, 0.1, 0.25)
+    assert (reading.neighbour_share, reading.neighbour_high, reading.best_neighbour) == (0.1, 0.12, 0.15)
+    table.loc[4, "share"] = 0.21  # a same-layer set above the chosen set's lower bound
+    assert not nb12.controls(table).beats_neighbours
 
 
 def test_the_patterns_rank_the_identical_words_head_by_its_share():
@@ -94,9 +104,8 @@ def test_the_scoreboard_reading_renders_its_ranges_and_the_top_tie():
 
 
 def test_the_controls_reading_says_whether_both_controls_are_exact():
-    table = pd.DataFrame({"set": ["chosen (2-1)", "random sets of 1 heads (mean of 5)", "best random set",
-                                  "every head", "the last layer (everything)", "self-patch (chosen, from the base)"],
-                          "share": [0.3, 0.0, 0.25, 0.5, 1.0, 0.0], "low": 0.0, "high": 0.0, "pairs": 7})
+    table = _controls()
     assert nb12.controls(table).exact
-    assert not nb12.controls(table.assign(share=[0.3, 0.0, 0.25, 0.5, 0.98, 0.0])).exact
+    table.loc[6, "share"] = 0.98  # the last layer short of the whole gap
+    assert not nb12.controls(table).exact
     assert nb12.scan(_scan(), [("head", 1, 0)]).n_chosen == 1

@@ -66,11 +66,27 @@ def test_the_confirmation_puts_the_chosen_heads_beside_their_controls(encoder, p
     table = termheads.confirm(encoder, [("head", 5, 10), ("head", 5, 7)], pairs, n_random=3, min_gap=0.0,
                               cache_dir=tmp_path, progress=False).set_index("set")
     assert list(table.index) == ["chosen (6-11, 6-8)", "random sets of 2 heads (mean of 3)", "best random set",
-                                 "every head", "the last layer (everything)", "self-patch (chosen, from the base)"]
+                                 "same-layer sets of 2 other heads (mean of 3)", "best same-layer set", "every head",
+                                 "the last layer (everything)", "self-patch (chosen, from the base)"]
     assert table.loc["the last layer (everything)", "share"] == pytest.approx(1.0, abs=1e-4)
     assert table.loc["self-patch (chosen, from the base)", "share"] == pytest.approx(0.0, abs=1e-3)
-    random = table.loc["random sets of 2 heads (mean of 3)"]
-    assert random["low"] <= random["share"] <= random["high"] <= table.loc["best random set", "share"] + 1e-12
+    for control, best in (("random sets of 2 heads (mean of 3)", "best random set"),
+                          ("same-layer sets of 2 other heads (mean of 3)", "best same-layer set")):
+        random = table.loc[control]
+        assert random["low"] <= random["share"] <= random["high"] <= table.loc[best, "share"] + 1e-12
+
+
+def test_same_layer_sets_match_the_chosen_heads_layers_and_leave_them_out(encoder):
+    chosen = [("head", 5, 10), ("head", 5, 7), ("head", 2, 0)]
+    drawn = termheads.same_layer_head_sets(encoder, chosen, n=30, seed=0)
+    assert drawn == termheads.same_layer_head_sets(encoder, chosen, n=30, seed=0) and len(drawn) == 30
+    for heads in drawn:
+        assert sorted(c[1] for c in heads) == [2, 5, 5] and len(set(heads)) == 3 and not set(heads) & set(chosen)
+    assert {c for heads in drawn for c in heads if c[1] == 5} == {("head", 5, h) for h in range(12)} - set(chosen)
+    with pytest.raises(ValueError, match="more than half of a layer"):
+        termheads.same_layer_head_sets(encoder, [("head", 0, h) for h in range(7)], n=1)
+    with pytest.raises(ValueError, match="chosen must be heads"):
+        termheads.same_layer_head_sets(encoder, [("mlp", 0, None)], n=1)
 
 
 def test_relevance_is_the_gap_that_the_shares_divide_by_and_top_heads_reads_the_scan(encoder, pairs):

@@ -144,29 +144,54 @@ def random_head_sets(encoder: Encoder, size: int, n: int, seed: int = 0) -> list
     return [[heads[i] for i in sorted(rng.choice(len(heads), size, replace=False))] for _ in range(n)]
 
 
+def same_layer_head_sets(encoder: Encoder, chosen: Sequence[Component], n: int, seed: int = 0
+                         ) -> list[list[Component]]:
+    """`n` sets drawn at random (seeded) with as many heads in each layer as the `chosen` heads, from the other
+    heads of those layers: the control that asks whether the chosen heads matter more than their neighbours."""
+    chosen = [tuple(c) for c in chosen]
+    if not chosen or any(c[0] != "head" for c in chosen):
+        raise ValueError(f"chosen must be heads ('head', layer, head), got {chosen}")
+    rng = np.random.default_rng(seed)
+    layers = sorted({c[1] for c in chosen})
+    others = {layer: [("head", layer, h) for h in range(encoder.n_heads) if ("head", layer, h) not in chosen]
+              for layer in layers}
+    counts = {layer: sum(c[1] == layer for c in chosen) for layer in layers}
+    if any(counts[layer] > len(others[layer]) for layer in layers):
+        raise ValueError(f"the chosen heads fill more than half of a layer ({counts}): no other heads to match them")
+    return [[others[layer][i] for layer in layers for i in sorted(rng.choice(len(others[layer]), counts[layer],
+                                                                               replace=False))] for _ in range(n)]
+
+
 def confirm(encoder: Encoder, chosen: Sequence[Component], pairs: Sequence[TermPair], n_random: int = 20,
             seed: int = 0, min_gap: float = MIN_GAP, **options) -> pd.DataFrame:
     """The chosen heads scored together on other pairs, beside their controls: one row each for the chosen set,
-    `n_random` random sets of as many heads (their mean, and the best of them), every head at once, the last
-    layer (everything downstream: 1 by construction, the machinery's check) and the chosen set patched from the
-    base itself (the self-patch: 0). Columns `set`, `share` (mean over the pairs with a clear gap), `low`, `high`
-    (95 % t-interval; for the random sets, the 2.5 and 97.5 percentiles over sets), `pairs`."""
+    `n_random` random sets of as many heads from any layer (their mean, and the best of them), `n_random` sets of
+    as many heads from the chosen heads' own layers, the chosen ones left out (`same_layer_head_sets`; mean and
+    best), every head at once, the last layer (everything downstream: 1 by construction, the machinery's check)
+    and the chosen set patched from the base itself (the self-patch: 0). Columns `set`, `share` (mean over the
+    pairs with a clear gap), `low`, `high` (95 % t-interval; for the random sets, the 2.5 and 97.5 percentiles
+    over sets), `pairs`."""
     chosen = [tuple(c) for c in chosen]
     random_sets = random_head_sets(encoder, len(chosen), n_random, seed)
+    neighbours = same_layer_head_sets(encoder, chosen, n_random, seed)
     every_head = [c for c in every_component(encoder) if c[0] == "head"]
     last = [("layer", encoder.n_layers - 1, None)]
-    found, gaps = shares(encoder, pairs, [chosen, *random_sets, every_head, last], **options)
+    found, gaps = shares(encoder, pairs, [chosen, *random_sets, *neighbours, every_head, last], **options)
     self_patch, _ = shares(encoder, pairs, [chosen], source="base", **options)
     clear = gaps >= min_gap
     if clear.sum() < 2:
         raise ValueError(f"only {clear.sum()} of {len(gaps)} pairs have a relevance gap of at least {min_gap}")
     found, self_patch, kept = found[clear], self_patch[clear], int(clear.sum())
     per_set = found[:, 1:1 + n_random].mean(0)
+    per_neighbour_set = found[:, 1 + n_random:1 + 2 * n_random].mean(0)
     label = ", ".join(component_label(c) for c in chosen)
     rows = [(f"chosen ({label})", *mean_interval(found[:, 0]), kept),
             (f"random sets of {len(chosen)} heads (mean of {n_random})", float(per_set.mean()),
              *np.percentile(per_set, [2.5, 97.5]), kept),
             ("best random set", float(per_set.max()), np.nan, np.nan, kept),
+            (f"same-layer sets of {len(chosen)} other heads (mean of {n_random})", float(per_neighbour_set.mean()),
+             *np.percentile(per_neighbour_set, [2.5, 97.5]), kept),
+            ("best same-layer set", float(per_neighbour_set.max()), np.nan, np.nan, kept),
             ("every head", *mean_interval(found[:, -2]), kept),
             ("the last layer (everything)", *mean_interval(found[:, -1]), kept),
             ("self-patch (chosen, from the base)", *mean_interval(self_patch[:, 0]), kept)]

@@ -97,6 +97,10 @@ class ControlsReading:
     random_low: float  # their 2.5 and 97.5 percentiles
     random_high: float
     best_random: float
+    neighbour_share: float  # sets of as many other heads from the chosen heads' layers: their mean
+    neighbour_low: float  # their 2.5 and 97.5 percentiles
+    neighbour_high: float
+    best_neighbour: float
     every_head: float
     every_head_low: float
     every_head_high: float
@@ -105,22 +109,26 @@ class ControlsReading:
     exact: bool  # the self-patch restores 0 and the last layer 1, within 1e-6
     apart: bool  # the chosen set's interval lies above the random sets' 97.5 percentile
     beats_best: bool  # and above the best random set
+    beats_neighbours: bool  # the chosen set's interval lies above the best same-layer set
 
 
 def controls(table: pd.DataFrame) -> ControlsReading:
     rows = table.set_index("set")
     chosen = next(s for s in rows.index if s.startswith("chosen"))
     random = next(s for s in rows.index if s.startswith("random sets"))
+    neighbours = next(s for s in rows.index if s.startswith("same-layer sets"))
     every = rows.loc["every head"]
     return ControlsReading(
         int(table["pairs"].iloc[0]), chosen, *map(float, rows.loc[chosen, ["share", "low", "high"]]),
         *map(float, rows.loc[random, ["share", "low", "high"]]), float(rows.loc["best random set", "share"]),
+        *map(float, rows.loc[neighbours, ["share", "low", "high"]]), float(rows.loc["best same-layer set", "share"]),
         *map(float, every[["share", "low", "high"]]), float(rows.loc["the last layer (everything)", "share"]),
         float(rows.loc["self-patch (chosen, from the base)", "share"]),
         bool(abs(rows.loc["self-patch (chosen, from the base)", "share"]) < 1e-6
              and abs(rows.loc["the last layer (everything)", "share"] - 1) < 1e-6),
         bool(rows.loc[chosen, "low"] > rows.loc[random, "high"]),
-        bool(rows.loc[chosen, "low"] > rows.loc["best random set", "share"]))
+        bool(rows.loc[chosen, "low"] > rows.loc["best random set", "share"]),
+        bool(rows.loc[chosen, "low"] > rows.loc["best same-layer set", "share"]))
 
 
 # -- §3 the heads found against notebook 01's patterns ----------------------------------------------------------
@@ -253,7 +261,8 @@ def paper_vs_run(scanned: ScanReading, checked: ControlsReading, board: Scoreboa
     run = {
         "Chen et al. 2024": f"one swapped noun: the chosen heads ({', '.join(scanned.chosen)}) restore "
                             f"{checked.chosen_share:.2f} of the gap on other pairs, random sets of as many heads "
-                            f"{checked.random_share:.2f}; {scanned.attention_top} alone {scanned.attention_share:.2f}",
+                            f"{checked.random_share:.2f}, other heads of their layers {checked.neighbour_share:.2f}; "
+                            f"{scanned.attention_top} alone {scanned.attention_share:.2f}",
         "Kobayashi et al. 2021": f"the whole block agrees with Value Zeroing at {board.agreement['block'][0]:.2f}-"
                                  f"{board.agreement['block'][1]:.2f} per layer, head-mean attention at "
                                  f"{board.agreement['attention'][0]:.2f}-{board.agreement['attention'][1]:.2f}",
