@@ -93,3 +93,24 @@ def test_length_order_puts_short_inputs_first_and_keeps_ties_in_order(tiny):
     examples = [Example(text, None, 0) for text in ["one two three four five six", "a b", "c d", "e f g"]]
     # "a b" and "c d": 4 tokens with [CLS] and [SEP]; the first, cut to 5, ties with "e f g" and stays before it
     assert clspass.length_order(tuned, examples) == [1, 2, 0, 3]
+
+
+def test_the_check_runs_with_every_head_kept_so_a_first_mask_removing_all_cannot_hide_a_wrong_step(
+        tiny, padded, monkeypatch):
+    """np.unique puts the mask that removes every head first; under it the attention adds nothing and any step
+    agrees with the whole layer. A last layer whose attention output is doubled must still be caught."""
+    attention = intervene.encoder_layers(tiny.model)[-1].attention.self
+    computed = attention.forward
+    monkeypatch.setattr(attention, "forward", lambda *args, **kwargs: (
+        lambda out: (out[0] * 2, *out[1:]))(computed(*args, **kwargs)))
+    torch.manual_seed(0)
+    tuned = FineTuned("toy", tiny, torch.nn.Linear(tiny.model.config.hidden_size, 2), None, 32, pd.DataFrame())
+    examples = [Example(text, None, i % 2) for i, text in enumerate(TEXTS)]
+    masks = np.stack([np.zeros((2, 4), dtype=np.float32), np.ones((2, 4), dtype=np.float32)])
+    with torch.inference_mode():
+        whole = torch.stack([importance._logits(tuned, padded.model_inputs, torch.from_numpy(m)) for m in masks], 1)
+        fast = importance._logits(tuned, padded.model_inputs, torch.from_numpy(masks[1]), fast=True)
+    assert (fast - whole[:, 1]).abs().max() > 1e-3  # the plant shows with every head kept
+    logits = importance._run(tuned, examples, lambda ordered: importance.MaskedLogits(tuned, masks), 4, None,
+                             False, "test").arrays["logits"]
+    np.testing.assert_allclose(logits, whole.numpy(), atol=1e-5)

@@ -117,13 +117,15 @@ class MaskedLogits(RowReducer):
     @torch.inference_mode()
     def update(self, batch: Batch) -> None:
         """Several masks per forward pass: the batch repeated once per mask, each copy with its own mask; the last
-        layer computes the [CLS] row alone where it gives the whole layer's answer on this batch's first input."""
+        layer computes the [CLS] row alone where it gives the whole layer's answer on this batch's first input,
+        checked with every head kept (and the first drain there is): under a mask that removes every head, any
+        step would agree."""
         size = len(batch.inputs)
         step = max(1, ROWS // size)
         first = {key: value[:1] for key, value in batch.model_inputs.items()}
+        drain = None if self.drains is None else torch.from_numpy(self.drains[int(self.drains.any((1, 2)).argmax())])
         fast = clspass.first_token_agrees(self.tuned.encoder.model, first, mask_edit(
-            torch.from_numpy(self.masks[0]), None if self.drains is None else torch.from_numpy(self.drains[0]),
-            batch.is_cls[:1], first["attention_mask"].bool()))
+            torch.ones(self.masks.shape[1:]), drain, batch.is_cls[:1], first["attention_mask"].bool()))
         logits = []
         for start in range(0, len(self.masks), step):
             masks = torch.from_numpy(self.masks[start:start + step])  # [k, L, H]
