@@ -976,6 +976,21 @@ def test_massive_activations_mark_sun_et_al_thresholds_and_the_carrier():
     rendered(fig)
 
 
+def test_massive_activations_draw_every_site_and_the_layernorm_cap():
+    before, after = massive_result(), massive_result()
+    ffn = massive.MassiveActivations(before.maximum[:, 1:] * 2, before.median[:, 1:], before.above_absolute[:, 1:],
+                                     before.massive[:, 1:], before.top[before.top["layer"] > 0], "ffn", 1)
+    cap = [15.0, 16.0, 17.0]
+    fig = figures.massive_activations({"pre_norm": before, "ffn": ffn, "output": after}, cap)
+    magnitude = fig.axes[1]
+    lines = {line.get_label(): line for line in magnitude.lines}
+    np.testing.assert_allclose(lines["largest |x|, feed-forward output"].get_xdata(), [1, 2])  # no state 0
+    np.testing.assert_allclose(lines["largest |x|, feed-forward output"].get_ydata(), ffn.maximum.mean(0))
+    np.testing.assert_allclose(lines["the most a LayerNorm can output"].get_ydata(), cap)
+    assert "before the LayerNorm" in fig.axes[0].get_title()
+    rendered(fig)
+
+
 def test_sink_interventions_put_each_edit_beside_its_control_and_the_yardstick():
     fig = figures.sink_interventions({"[CLS] dim 99": intervention_result(reference=0.6),
                                       "LayerNorm outliers": intervention_result("outlier", ("disable",), 0.5)})

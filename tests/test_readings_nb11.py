@@ -124,6 +124,34 @@ def test_massive_reads_the_ratio_the_carrier_and_the_thresholds():
     assert reading.appearance == 0  # half of the inputs already in state 0
 
 
+def test_sites_read_the_sum_the_feed_forward_part_and_the_cap_at_the_largest_state():
+    """States 0-2 before the LayerNorm; the feed-forward output writes 180 of the 200 at [CLS] 99 in state 1."""
+    def result(maximum, site, first_state=0, kinds=None, massive_counts=None):
+        maximum = np.array(maximum, dtype=float)
+        states = range(first_state, first_state + maximum.shape[1])
+        top = [(state, i, 1, 0, "[CLS]", *(kinds or {}).get(state, ("cls", 99)), maximum[i, c], maximum[i, c], 100.0)
+               for c, state in enumerate(states) for i in range(2)]
+        frame = pd.DataFrame(top, columns=["layer", "input", "rank", "position", "token", "kind", "dimension",
+                                           "value", "magnitude", "ratio"])
+        counts = np.array(massive_counts, dtype=float) if massive_counts is not None else np.zeros_like(maximum)
+        return MassiveActivations(maximum, np.full_like(maximum, 0.2), (maximum > 100).astype(float), counts, frame,
+                                  site, first_state)
+
+    pre = result([[3.0, 200.0, 50.0], [3.0, 200.0, 70.0]], "pre_norm", kinds={2: ("other", 223)})
+    ffn = result([[180.0, 40.0], [180.0, 40.0]], "ffn", 1, massive_counts=[[1, 0], [0, 0]])
+    out = result([[6.0, 8.0, 9.0], [6.0, 8.0, 9.0]], "output")
+    reading = nb11.sites(pre, ffn, out, [18.0, 15.0, 16.0])
+    assert (reading.state, reading.kind, reading.dimension) == (1, "cls", 99)
+    assert reading.value == pytest.approx(200.0) and reading.ratio == pytest.approx(1000.0)
+    assert reading.above == 1.0 and reading.both == 0.0
+    assert reading.ffn_value == pytest.approx(180.0) and reading.ffn_both == 0.5
+    assert reading.ffn_share == pytest.approx(0.9)
+    assert (reading.after, reading.cap, reading.after_largest, reading.cap_min) == (8.0, 15.0, 9.0, 15.0)
+    assert reading.carried == (0, 1) and (reading.last_kind, reading.last_dimension) == ("other", 223)
+    with pytest.raises(ValueError, match="feed-forward"):
+        nb11.sites(result([[300.0, 2.0], [300.0, 2.0]], "pre_norm"), ffn, out, [18.0, 15.0])
+
+
 def intervention(rows, reference=0.5, details=None, edit="zero") -> Intervention:
     """rows: (targets, edit, draw, [sink per input], [distance per input])."""
     flat = [(t, e, d, i, s, p) for t, e, d, sinks, dists in rows for i, (s, p) in enumerate(zip(sinks, dists))]
@@ -267,10 +295,13 @@ def test_no_op_chooses_the_sink_heads_on_other_inputs():
 
 # -- §7 the toy -----------------------------------------------------------------------------------------------
 def toy_frame(runs) -> pd.DataFrame:
-    """runs: (variant, seed, query_accuracy, sink_mass, empty_mass, activation_ratio)."""
+    """runs: (variant, seed, query_accuracy, sink_mass, empty_mass, activation_ratio); the feed-forward maximum is
+    the ratio, its kurtosis 3; gated runs' gates 0.3 (non-query rows) and 0.9 (query rows)."""
     frame = pd.DataFrame(runs, columns=["variant", "seed", "query_accuracy", "sink_mass", "empty_mass",
                                         "activation_ratio"])
-    return frame.assign(steps=1000, seconds=2.0, chance=1 / 32)
+    gated = frame["variant"] == "gated"
+    return frame.assign(steps=1000, seconds=2.0, chance=1 / 32, ffn_max=frame["activation_ratio"],
+                        ffn_kurtosis=3.0, gate=np.where(gated, 0.3, np.nan), gate_query=np.where(gated, 0.9, np.nan))
 
 
 def test_toy_reads_each_variant_against_softmax_and_sets_failed_runs_apart():
@@ -289,9 +320,16 @@ def test_toy_reads_each_variant_against_softmax_and_sets_failed_runs_apart():
     assert gated.learned == 2 and gated.learned_sink_min == 0.6 and not gated.below_softmax
     assert not gated.learned_below_softmax and gated.activation_ratio_max == 6.0
     assert clipped.learned == 2 and clipped.learned_below_softmax  # the failed run is set apart, the rest below
-    assert reading.removed == ("softmax1", "clipped") and reading.removed_text == "softmax1 and clipped"
-    assert reading.kept == ("gated",) and reading.kept_text == "gated"
+    assert not clipped.removes and one.removes  # removing the sink needs every seed to learn the task
+    assert one.clears_softmax_mean and not gated.clears_softmax_mean  # softmax's mean sink mass: 0.7
+    assert reading.removed == ("softmax1",) and reading.removed_text == "softmax1"
+    assert reading.kept == ("gated", "clipped") and reading.kept_text == "gated and clipped"
     assert reading.failed == ("gated", "clipped") and reading.ratio_max == 6.0
+    assert (gated.gate, gated.gate_query) == (0.3, 0.9) and np.isnan(one.gate)
+    assert (one.empty_mass_min, one.empty_mass_max, gated.ffn_max) == (0.1, 0.3, 6.0)
+    assert reading.learned_ratio_max == 6.0 and reading.learned_kurtosis_max == 3.0
+    assert reading.failed_ffn_min == 3.5  # gated seed 0 and clipped seed 1 did not learn: 3.5 and 4.0
+    assert not reading.failed_larger  # 3.5 is below the learners' largest, 6.0
     with pytest.raises(ValueError, match="variant"):
         nb11.toy_variant(reading, "sigmoid")
 
@@ -312,7 +350,8 @@ def test_paper_vs_run_marks_every_finding_as_words_and_renders_this_run():
                            pd.DataFrame({"eps": [0.3], "sink_rate": [0.5]}))
     bias = nb11.key_bias(sink_heads([0.1, 0.5], margin=[1, 2], margin_direction=[1, 3], margin_length=[0, -1],
                                     key_ratio=[1, 0.7], cos_sink=[0, 0.5], cos_other=[0, -0.2]), n_boot=10)
-    big = nb11.massive(massive_result())
+    big = nb11.SitesReading(1, "cls", 99, 220.0, 500.0, 490.0, 510.0, 1.0, 0.0, 190.0, 1100.0, 1090.0, 1110.0, 1.0,
+                            1.0, 0.87, 8.1, 14.9, 10.5, 14.3, (0, 1), "other", 223)
     edit = nb11.edited(intervention([("none", "none", -1, [0.3, 0.3], [0, 0]),
                                      ("massive", "zero", -1, [0.1, 0.1], [0.2, 0.2]),
                                      ("random", "zero", 0, [0.3, 0.3], [0, 0])]), "zero")
@@ -325,12 +364,16 @@ def test_paper_vs_run_marks_every_finding_as_words_and_renders_this_run():
     added = nb11.registers(pd.DataFrame(register_rows("original", [0.1, 0.4, 0.4], nan, nan, [0, 0, 0])
                                         + register_rows("sep", [0.1, 0.4, 0.4], [0.01] * 3, [0.005] * 3,
                                                         [0.001] * 3)), [2])
-    fixes = nb11.toy(toy_frame([("softmax", 0, 1.0, 0.5, 0.0, 4.0), ("gated", 0, 1.0, 0.6, 0.0, 4.0)]))
+    fixes = nb11.toy(toy_frame([("softmax", 0, 1.0, 0.5, 0.0, 4.0), ("gated", 0, 1.0, 0.6, 0.0, 4.0),
+                                ("clipped", 0, 0.2, 0.1, 0.8, 20.0)]))
     table = nb11.paper_vs_run(profile, bias, big, edit, edit, dims, edit, edit, place, added, fixes)
     assert list(table["paper"]) == list(nb11.FINDINGS)
     assert all("in words" in column for column in table.columns if column.startswith("their finding"))
     run = dict(zip(table["paper"], table["this run"]))
     assert "up to 0.80 at eps 0.3" in run["Gu et al. 2025"]
-    assert "none above 100" in run["Sun et al. 2024"] and "0.30 -> 0.10" in run["Sun et al. 2024"]
+    assert "layer 1, cls dimension 99: 220, 500 times" in run["Sun et al. 2024"]
+    assert "1,100 times" in run["Sun et al. 2024"] and "0.30 -> 0.10" in run["Sun et al. 2024"]
     assert "keeps 100%" in run["Xiao et al. 2024"]
-    assert "below every softmax seed: none" in run["Bondarenko et al. 2023"]
+    assert run["Bondarenko et al. 2023"].endswith(
+        "softmax parks on BOS in every seed; clipped softmax (alpha 4) leaves rows empty and fails to learn in some "
+        "seeds; the gate is low on rows with nothing to do and high on queries")

@@ -74,7 +74,8 @@ def test_the_scoreboard_reading_finds_the_ties_and_the_closest_map():
     spearman[:, :, 3, 4] = 0.2  # alti
     board = Scoreboard(curves, spearman, depth, n_random)
     reading = nb12.scoreboard(board.deletion(), board.areas(), board.agreement(), depth)
-    assert set(reading.tied) == {"attention", "norm"} and reading.all_above_random is False
+    assert reading.unseparated == ("norm",) and reading.all_above_random is False  # same mean, paired diff 0 ± ...
+    assert reading.unseparated_text.startswith("norm (+0.000, ")
     assert reading.rollout_cost[0] == pytest.approx(0.22, abs=1e-6)
     assert reading.closest == "norm" and reading.alti_least_layers == 3 and reading.layers == 3
     assert reading.agreement["alti"] == pytest.approx((0.2, 0.2))
@@ -89,16 +90,21 @@ def test_one_sentences_maps_read_the_diagonal_and_the_cls_column():
     assert reading.cls == {"block": 0.0, "attention": 1.0}
 
 
-def test_the_scoreboard_reading_renders_its_ranges_and_the_top_tie():
+def test_the_scoreboard_reading_renders_its_ranges_and_the_paired_comparisons():
     n, depth, n_random = 4, 2, 2
     curves = np.full((n, len(SCORED) + n_random, depth), 0.05)
-    for name in ("attention", "integrated gradients", "alti rollout"):
-        curves[:, SCORED.index(name)] = 0.3 + 0.02 * (np.arange(n) % 2)[:, None]
+    for name, level in (("attention", 0.32), ("integrated gradients", 0.3), ("alti rollout", 0.29),
+                        ("value_zeroing rollout", 0.2)):
+        curves[:, SCORED.index(name)] = level + 0.02 * (np.arange(n) % 2)[:, None]
     spearman = np.full((n, 2, 5, 5), 0.5)
     spearman[:, 0, 1, 4], spearman[:, 1, 1, 4] = 0.9, 0.95  # norm against value_zeroing, per layer
     board = Scoreboard(curves, spearman, depth, n_random)
     reading = nb12.scoreboard(board.deletion(), board.areas(), board.agreement(), depth)
-    assert reading.top_tie and reading.norm_range == "0.90–0.95" and reading.alti_range == "0.50–0.50"
+    assert reading.best == "attention" and reading.unseparated == () and reading.unseparated_text == "none"
+    assert reading.attention_vs_ig[0] == pytest.approx(0.02) and reading.alti_vs_ig[0] == pytest.approx(-0.01)
+    assert (reading.vz_rank, reading.methods) == (4, len(SCORED))
+    assert reading.norm_rollout_cost[0] == pytest.approx(0.0)  # both at the floor 0.05
+    assert reading.norm_range == "0.90–0.95" and reading.alti_range == "0.50–0.50"
     assert reading.rollout_cost_text.startswith(f"{reading.rollout_cost[0]:.3f} (paired interval ")
     assert reading.alti_gain == pytest.approx(reading.alti_over_attention_rollout[0])
 
@@ -109,3 +115,23 @@ def test_the_controls_reading_says_whether_both_controls_are_exact():
     table.loc[6, "share"] = 0.98  # the last layer short of the whole gap
     assert not nb12.controls(table).exact
     assert nb12.scan(_scan(), [("head", 1, 0)]).n_chosen == 1
+
+
+def test_paper_vs_run_states_where_this_run_departs_from_ferrando_and_mohebbi():
+    n, depth, n_random = 4, 2, 2
+    curves = np.full((n, len(SCORED) + n_random, depth), 0.05)
+    for name, level in (("attention", 0.32), ("integrated gradients", 0.3), ("alti rollout", 0.3),
+                        ("value_zeroing rollout", 0.06)):
+        curves[:, SCORED.index(name)] = level + 0.02 * (np.arange(n) % 2)[:, None]
+    curves[1, SCORED.index("alti rollout")] += 0.01  # paired with integrated gradients: +0.0025, interval holds 0
+    board = Scoreboard(curves, np.full((n, 2, 5, 5), 0.5), depth, n_random)
+    reading = nb12.scoreboard(board.deletion(), board.areas(), board.agreement(), depth)
+    table = nb12.paper_vs_run(nb12.scan(_scan(), [("head", 1, 0)]), nb12.controls(_controls()), reading)
+    assert list(table["paper"]) == list(nb12.FINDINGS)
+    run = dict(zip(table["paper"], table["this run"]))
+    assert "against integrated gradients +0.003" in run["Ferrando et al. 2022"]
+    assert "not separable" in run["Ferrando et al. 2022"]
+    assert run["Mohebbi et al. 2023"].startswith(f"its rollout ranks 4 of {len(SCORED)} by deletion gain")
+    assert "token-deletion test" in nb12.FINDINGS["Ferrando et al. 2022"]
+    assert [nb12._verdict(p) for p in ((0.1, 0.05, 0.2), (-0.1, -0.2, -0.05), (0.0, -0.1, 0.1))] == [
+        "ahead", "behind", "not separable"]

@@ -24,6 +24,22 @@ def test_the_deletion_summary_ranks_by_the_gain_over_random_orders():
     attention = table.set_index("method").loc["attention"]
     assert attention["gain"] == pytest.approx(-0.115, abs=1e-6)  # a ranking that moves nothing is below random
     assert table.set_index("method").loc["random", "gain"] == 0.0
+    assert list(table.columns[-3:]) == ["vs_best", "vs_best_low", "vs_best_high"]
+    assert top["vs_best"] == 0.0 and np.isnan(table.set_index("method").loc["random", "vs_best"])
+    assert attention["vs_best"] == pytest.approx(-0.3, abs=1e-6)  # 0 - 0.3 on every input
+
+
+def test_paired_differences_subtract_the_reference_input_by_input():
+    board = _planted()
+    board.curves[:, SCORED.index("norm")] = 0.3 - 0.02 * np.arange(4)[:, None]  # 0.30, 0.28, 0.26, 0.24
+    table = board.paired("alti rollout").set_index("method")
+    assert "alti rollout" not in table.index and len(table) == len(SCORED) - 1
+    norm = table.loc["norm"]
+    assert norm["difference"] == pytest.approx(-0.03, abs=1e-6) and norm["low"] < -0.03 < norm["high"]
+    attention = table.loc["attention"]
+    assert attention["difference"] == pytest.approx(-0.3, abs=1e-6) and attention["high"] < 0
+    with pytest.raises(ValueError, match="reference must be one of"):
+        board.paired("random")
 
 
 def test_the_mean_curves_average_the_random_orders_per_input_first():

@@ -60,7 +60,7 @@ def hidden_states(encoder: Encoder, text) -> tuple[torch.Tensor, ...]:
 # -- section 3 --------------------------------------------------------------------------------------
 def test_a_planted_huge_value_is_found_with_its_token_dimension_and_ratio():
     encoder = planted_spike()
-    found = massive.massive_activations(encoder, TEXTS + PAIRS[:1], top_k=3, batch_size=2)
+    found = massive.massive_activations(encoder, TEXTS + PAIRS[:1], top_k=3, batch_size=2, site="output")
     n, layers = len(TEXTS) + 1, encoder.n_layers + 1
     assert found.maximum.shape == found.median.shape == found.above_absolute.shape == (n, layers)
     first = found.top[(found.top["layer"] == 0) & (found.top["rank"] == 1)]
@@ -87,6 +87,81 @@ def test_a_planted_huge_value_is_found_with_its_token_dimension_and_ratio():
     carriers = found.carriers()
     top = carriers[carriers["layer"] == 0].iloc[0]
     assert (top["kind"], top["dimension"], top["share"]) == ("cls", SPIKE_DIM, 1.0)
+
+
+def test_before_the_layernorm_the_planted_value_is_found_whole_and_after_it_the_cap_holds_it():
+    encoder = planted_spike()
+    before = massive.massive_activations(encoder, TEXTS, top_k=2, batch_size=2)  # site "pre_norm"
+    after = massive.massive_activations(encoder, TEXTS, top_k=2, batch_size=2, site="output")
+    assert before.site == "pre_norm" and before.states == after.states == (0, 1, 2)
+    assert before.largest_state() == 0
+    first = before.top[(before.top["layer"] == 0) & (before.top["rank"] == 1)]
+    assert (first["dimension"] == SPIKE_DIM).all() and (first["position"] == 0).all()
+    np.testing.assert_allclose(first["value"], SPIKE)  # word + position + type: the other two are 0 there
+    assert (before.above_absolute[:, 0] == 1).all() and (before.massive[:, 0] == 1).all()  # both of Sun's criteria
+    norm = encoder.model.embeddings.LayerNorm
+    cap = massive.layernorm_cap(encoder)
+    weight, bias = norm.weight.detach().abs(), norm.bias.detach().abs()
+    assert cap[0] == pytest.approx(float(((HIDDEN - 1) ** 0.5 * weight + bias).max()))
+    assert cap[0] == pytest.approx(GAIN * (HIDDEN - 1) ** 0.5)  # the planted gain dominates; its bias is 0
+    assert (after.maximum <= cap[None, :] + 1e-9).all()  # no LayerNorm output above its cap, in any state
+    assert (after.maximum[:, 0] > 0.99 * cap[0]).all()  # one huge input value: the output nearly reaches it
+    table = massive.by_site({"pre_norm": before, "output": after}, cap)
+    assert list(table.columns) == ["state", "pre_norm max", "pre_norm ratio", "output max", "output ratio", "carrier",
+                                   "cap"]
+    assert table.loc[0, "pre_norm max"] == pytest.approx(SPIKE) and table.loc[0, "carrier"] == f"cls {SPIKE_DIM}"
+
+
+def test_the_feed_forward_output_is_read_where_it_is_written_and_the_residual_is_the_rest():
+    encoder = tiny_bert()
+    layer = encoder.model.encoder.layer[0]
+    with torch.no_grad():
+        layer.output.dense.bias[3] = 500.0
+    seen = {}
+    handle = layer.attention.register_forward_hook(lambda m, args, out: seen.update(residual=out[0].clone()))
+    try:
+        ffn = massive.massive_activations(encoder, TEXTS[:2], top_k=1, site="ffn")
+        before = massive.massive_activations(encoder, TEXTS[:2], top_k=1)
+    finally:
+        handle.remove()
+    assert ffn.states == (1, 2) and ffn.first_state == 1 and ffn.maximum.shape == (2, 2)
+    top = ffn.top[ffn.top["layer"] == 1].set_index("input")
+    assert (top["dimension"] == 3).all() and (top["value"] > 400).all()
+    assert (before.top[before.top["layer"] == 1]["dimension"] == 3).all()
+    inputs = encoder.pad([encoder.prepare(t) for t in TEXTS[:2]])
+    with torch.inference_mode(), massive._reading(encoder.model, "pre_norm", [1]) as summed, \
+            massive._reading(encoder.model, "ffn", [1]) as written:
+        encoder.model(**inputs)
+    # the LayerNorm's input = the feed-forward output + the attention block's output, at every token
+    torch.testing.assert_close(summed[1], written[1] + seen["residual"], rtol=1e-12, atol=1e-12)
+    assert float(written[1][..., 3].min()) > 400
+    table = massive.by_site({"pre_norm": before, "ffn": ffn})
+    assert np.isnan(table.loc[0, "ffn max"]) and not np.isnan(table.loc[1, "ffn max"])
+    with pytest.raises(ValueError, match="feed-forward"):
+        with massive.set_hidden(encoder.model, 0, [0], [0], [0], [0.0], site="ffn"):
+            pass
+    with pytest.raises(ValueError, match="site must be one of"):
+        massive.massive_activations(encoder, TEXTS[:2], site="residual")
+
+
+def test_set_hidden_before_the_layernorm_edits_what_the_layernorm_reads():
+    encoder = tiny_bert()
+    model = encoder.model
+    inputs = encoder.pad([encoder.prepare(t) for t in TEXTS[:2]])
+    norm = model.encoder.layer[0].output.LayerNorm
+    with torch.inference_mode():
+        with massive._reading(model, "pre_norm", [1]) as seen:
+            base = model(**inputs, output_hidden_states=True).hidden_states[1]
+        entering = seen[1].clone()
+        with massive.set_hidden(model, 1, [1], [2], [4], [7.5], site="pre_norm"):
+            edited = model(**inputs, output_hidden_states=True).hidden_states[1]
+    expected = entering.clone()
+    expected[1, 2, 4] = 7.5
+    torch.testing.assert_close(edited, torch.nn.functional.layer_norm(expected, (HIDDEN,), norm.weight, norm.bias,
+                                                                      norm.eps))
+    torch.testing.assert_close(edited[0], base[0])  # the other input untouched
+    assert not (edited[1, 2] - base[1, 2]).abs().max() < 1e-6  # the edited token's whole vector moves
+    assert not norm._forward_pre_hooks
 
 
 def test_batching_changes_nothing():

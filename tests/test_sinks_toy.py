@@ -40,15 +40,33 @@ def test_softmax_rows_sum_to_one_softmax1_rows_to_less_and_clipped_rows_reach_ze
     assert (one.sum(-1) < 1).all() and (one > 0).all()
     expected = x.exp() / (1 + x.exp().sum(-1, keepdim=True))
     assert torch.allclose(one, expected)
-    clipped = toy.normaliser("clipped")(x)
+    clipped = toy.normaliser("clipped", length=6)(x)
     assert (clipped == 0).any(dim=-1).all() and (clipped >= 0).all()
-    assert toy.normaliser("clipped", gamma=0.0)(x) == pytest.approx(torch.softmax(x, -1))  # gamma 0: plain softmax
+    assert toy.normaliser("clipped", alpha=0.0)(x) == pytest.approx(torch.softmax(x, -1))  # alpha 0: plain softmax
+    assert torch.equal(toy.normaliser("sigmoid")(x), torch.sigmoid(x))  # no normalisation: rows sum to anything
+
+
+@pytest.mark.parametrize("alpha, can_do_nothing", [(2.0, True), (4.0, True), (0.4, False)])
+def test_clipped_softmax_lets_a_row_sum_to_zero_from_bondarenkos_alpha_on(alpha, can_do_nothing):
+    """gamma = -alpha / T. A row of T equal scores has softmax weights 1/T, clipped to (1 + alpha/T)/T - alpha/T,
+    below 0 when alpha > 1 + alpha/T: the whole row clips to 0 and the head does nothing. At the old 0.4 it
+    cannot: the row keeps (0.6 + 0.4/T) / T per key, about 0.6 of its weight."""
+    length = 16
+    assert toy.clipped_gamma(alpha, length) == -alpha / length
+    row = toy.normaliser("clipped", alpha=alpha, length=length)(torch.zeros(1, length, dtype=torch.float64))
+    if can_do_nothing:
+        assert row.sum() == 0
+    else:
+        assert row.sum().item() == pytest.approx(length * ((1 + alpha / length) / length - alpha / length))
+        assert row.sum() > 0.6
+    with pytest.raises(ValueError, match="alpha"):
+        toy.clipped_gamma(-1.0, length)
 
 
 def test_the_normalisers_keep_the_tensor_type_and_pass_gradients():
     x = scores().requires_grad_()
     assert torch.autograd.gradcheck(toy.normaliser("softmax1"), (x,))
-    out = toy.normaliser("clipped")(x)
+    out = toy.normaliser("clipped", alpha=0.4, length=16)(x)  # gamma -0.025
     assert isinstance(out, torch.Tensor) and out.shape == x.shape
     clipped = (out == 0).detach()
     weight = torch.randn(3, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
@@ -137,7 +155,7 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="n_digits"):
         toy.ToyTask(n_digits=1)
     with pytest.raises(ValueError, match="variants"):
-        toy.train_variants(["softmax", "sigmoid"], seeds=[0], steps=1, task=TINY)
+        toy.train_variants(["softmax", "relu"], seeds=[0], steps=1, task=TINY)
     with pytest.raises(ValueError, match="seeds"):
         toy.train_variants(["softmax"], seeds=[0, 0], steps=1, task=TINY)
     with pytest.raises(ValueError, match="steps"):
@@ -155,13 +173,14 @@ SHORT = dict(steps=3, task=TINY, width=8, heads=2, batch_size=8, n_eval=16, cach
 def test_training_is_reproducible_with_the_seed():
     first = toy.train_variants(toy.VARIANTS, seeds=[0, 1], layers=2, **SHORT)
     second = toy.train_variants(toy.VARIANTS, seeds=[0, 1], layers=2, **SHORT)
-    assert first.shape[0] == 8 and list(first["variant"]) == [v for v in toy.VARIANTS for _ in (0, 1)]
+    assert first.shape[0] == 10 and list(first["variant"]) == [v for v in toy.VARIANTS for _ in (0, 1)]
     assert {"accuracy", "query_accuracy", "sink_mass", "sink_rate", "empty_mass", "activation_ratio",
-            "ratio_layer1", "ratio_layer2", "gate"} <= set(first.columns)
+            "ratio_layer1", "ratio_layer2", "ffn_max", "ffn_kurtosis", "gate", "gate_query"} <= set(first.columns)
     pd.testing.assert_frame_equal(first.drop(columns="seconds"), second.drop(columns="seconds"))
     by_seed = first.set_index(["variant", "seed"])["loss"]
     assert by_seed["softmax", 0] != by_seed["softmax", 1]
     assert first["gate"].isna().tolist() == [v != "gated" for v in first["variant"]]
+    assert first["gate_query"].isna().tolist() == [v != "gated" for v in first["variant"]]
     empty = first.set_index("variant")["empty_mass"]
     assert empty["softmax"].abs().max() < 1e-6 and (empty["softmax1"] > 0).all()
 
@@ -192,6 +211,27 @@ def test_the_sink_metric_is_sinks_sink_rate_on_softmax_maps():
     assert metrics["sink_rate"] == pytest.approx(np.mean(per_input))
     assert metrics["sink_mass"] == pytest.approx(sinks.sink_scores(weights.mean(1))[..., 0].mean())
     assert metrics["chance"] == 1 / 4
+
+
+def test_the_large_value_measures_read_before_the_layernorm():
+    """A feed-forward output planted huge in one dimension (its last bias) shows in ffn_max and in the ratio
+    before the LayerNorm; after the LayerNorm every value stays under sqrt(width - 1) |weight| + |bias|."""
+    model = toy.build_model(TINY, "softmax", seed=4, width=8, heads=2, layers=1)
+    tokens, labels = toy.make_batch(TINY, 6, torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        model.layers[0].mlp[2].bias[3] = 1000.0
+        run = model.run(tokens)
+    metrics = toy.measure(model, tokens, labels)
+    assert metrics["ffn_max"] == pytest.approx(float(run.ffn.abs().max())) and metrics["ffn_max"] > 900
+    summed = run.summed.abs().flatten()
+    assert metrics["activation_ratio"] == pytest.approx(float(summed.max() / summed.median()))
+    assert metrics["activation_ratio"] > 100
+    norm = model.layers[0].norm2
+    cap = float((7 ** 0.5 * norm.weight.detach().abs() + norm.bias.detach().abs()).max())
+    assert float(run.hidden.abs().max()) <= cap + 1e-5  # after the LayerNorm: capped, whatever came in
+    values = run.ffn.double().flatten()
+    centred = values - values.mean()
+    assert metrics["ffn_kurtosis"] == pytest.approx(float(centred.pow(4).mean() / centred.pow(2).mean() ** 2))
 
 
 def test_a_short_softmax_run_learns_the_lookup():

@@ -7,10 +7,13 @@ The output is the model's sentence embedding: the mean of the last layer's state
   M[i, j] in the last layer ("attention", "norm", "block") or of its rollout across layers ("… rollout");
   raw attention and the norm maps, which leave the residual out, are rolled out with it added (½·M + ½·I, as
   Abnar & Zuidema did);
-- gradient methods through captum, for the scalar f = e · ê (the embedding e along its own direction ê at the
-  input, held fixed): "integrated gradients" (`LayerIntegratedGradients` on the word embeddings, from a
-  baseline of [PAD] at every ordinary token, N_STEPS steps) and "gradient × input" (`InputXGradient` on the word
-  embeddings); a token's score is the L2 norm of its attribution vector.
+- gradient methods through captum, on the word embeddings: "integrated gradients" (`LayerIntegratedGradients`,
+  from a baseline of [PAD] at every ordinary token, N_STEPS steps) of f = cos(e, e₀), the cosine between the
+  embedding and the input's own e₀, what deletion measures: a token's score is its attribution summed over the
+  embedding dimensions, signed, and the scores add up to 1 − cos(e(baseline), e₀) (completeness, up to the
+  quadrature's error); "gradient × input" (`InputXGradient`) of f = e · ê₀ (the embedding along e₀'s direction:
+  the cosine's own gradient is zero at the input, where the cosine is largest), a token's score the L2 norm of its
+  attribution vector.
 
 `deletion_curve` masks the k best-ranked ordinary tokens (attention mask 0, left out of the mean) for k = 1 … K
 and measures the cosine distance between the masked input's embedding and the original's: a faithful ranking
@@ -63,24 +66,27 @@ def gradient_scores(encoder: Encoder, item, n_steps: int = N_STEPS) -> dict[str,
     inputs = {k: v for k, v in batch.model_inputs.items()}
     ids, rest = inputs.pop("input_ids"), inputs
     with torch.no_grad():
-        direction = torch.nn.functional.normalize(embedding(encoder, batch.model_inputs), dim=-1)  # [1, D]
+        direction = torch.nn.functional.normalize(embedding(encoder, batch.model_inputs), dim=-1)  # ê₀ [1, D]
 
-    def along(input_ids=None, inputs_embeds=None):  # f = e · ê, one value per row
+    def pooled(input_ids=None, inputs_embeds=None):  # e [rows, D]
         given = {"input_ids": input_ids} if inputs_embeds is None else {"inputs_embeds": inputs_embeds}
         size = (input_ids if inputs_embeds is None else inputs_embeds).shape[0]
         tiled = {k: v.expand(size, -1) for k, v in rest.items()}
-        return (embedding(encoder, {**tiled, **given}) * direction).sum(-1)
+        return embedding(encoder, {**tiled, **given})
+
+    def cosine(input_ids):  # f = cos(e, e₀), one value per row
+        return (torch.nn.functional.normalize(pooled(input_ids=input_ids), dim=-1) * direction).sum(-1)
 
     table = encoder.model.get_input_embeddings()
     special = batch.sinks[0]
     pad = encoder.tokenizer.pad_token_id or 0
     baseline = torch.where(special, ids[0], torch.full_like(ids[0], pad))[None]
-    integrated = LayerIntegratedGradients(lambda i: along(input_ids=i), table)
+    integrated = LayerIntegratedGradients(cosine, table)
     with torch.enable_grad():
         ig = integrated.attribute(ids, baselines=baseline, n_steps=n_steps)  # [1, n, E]
         embeds = table(ids.to(table.weight.device)).detach().cpu().requires_grad_()
-        gxi = InputXGradient(lambda e: along(inputs_embeds=e)).attribute(embeds)  # [1, n, E]
-    return {"integrated gradients": ig[0].detach().double().norm(dim=-1).cpu().numpy(),
+        gxi = InputXGradient(lambda e: (pooled(inputs_embeds=e) * direction).sum(-1)).attribute(embeds)  # [1, n, E]
+    return {"integrated gradients": ig[0].detach().double().sum(-1).cpu().numpy(),
             "gradient × input": gxi[0].detach().double().norm(dim=-1).cpu().numpy()}
 
 

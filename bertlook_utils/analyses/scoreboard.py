@@ -3,6 +3,7 @@ pass the deletion test.
 
     board = scoreboard(encoder, sentences, depth=3)
     board.deletion()      # per method: area under its deletion curve, and its gain over random orders
+    board.paired(best)    # per method: its area minus best's, paired by input
     board.agreement()     # per layer and map: Spearman correlation with Value Zeroing (Mohebbi et al.'s reference)
 
 Per input (one cached streaming pass, `extract.reduce`): the maps of `mixing.layer_maps`; the token scores of
@@ -87,8 +88,10 @@ class Scoreboard:
                              for m, name in enumerate(names)], columns=["input", "method", "area"])
 
     def deletion(self) -> pd.DataFrame:
-        """Per method: mean `area`, and `gain` = its area minus the random orders' (paired by input) with a 95 %
-        t-interval; sorted from the largest gain."""
+        """Per method: mean `area`, `gain` = its area minus the random orders' (paired by input) with a 95 %
+        t-interval, and `vs_best` = its area minus the best method's (the largest gain), paired by input, with a
+        95 % t-interval (`paired`; 0 for the best, NaN for random); sorted from the largest gain. The best is chosen
+        on these inputs, so its lead over the others is biased upwards."""
         frame = self.areas().pivot(index="input", columns="method", values="area")
         rows = []
         for name in SCORED:
@@ -96,7 +99,23 @@ class Scoreboard:
             rows.append((name, float(frame[name].mean()), *gain))
         rows.append(("random", float(frame["random"].mean()), 0.0, 0.0, 0.0))
         out = pd.DataFrame(rows, columns=["method", "area", "gain", "gain_low", "gain_high"])
-        return out.sort_values("gain", ascending=False, ignore_index=True)
+        out = out.sort_values("gain", ascending=False, ignore_index=True)
+        best = out.loc[0, "method"]
+        versus = self.paired(best).set_index("method")
+        for column, source in (("vs_best", "difference"), ("vs_best_low", "low"), ("vs_best_high", "high")):
+            out[column] = out["method"].map(versus[source])
+            out.loc[0, column] = 0.0
+        return out
+
+    def paired(self, reference: str) -> pd.DataFrame:
+        """Per method of SCORED other than `reference`: `difference`, its area minus the reference's, paired by
+        input (so also the difference of their gains), with a 95 % t-interval over inputs (`low`, `high`)."""
+        if reference not in SCORED:
+            raise ValueError(f"reference must be one of {SCORED}, not {reference!r}")
+        frame = self.areas().pivot(index="input", columns="method", values="area")
+        rows = [(name, *mean_interval((frame[name] - frame[reference]).to_numpy()))
+                for name in SCORED if name != reference]
+        return pd.DataFrame(rows, columns=["method", "difference", "low", "high"])
 
     def curve_means(self) -> pd.DataFrame:
         """Per method (SCORED, then "random": each input's mean over its random orders) and k = 1 … depth: the mean

@@ -1,15 +1,19 @@
 """Massive activations and outlier LayerNorm dimensions (notebook 11, issue 32 sections 3 and 4).
 
-Section 3 (Sun et al. 2024, "Massive activations in large language models"):
-- `massive_activations`: per hidden state (0 = the embeddings, l = the output of layer l), each input's largest
-  magnitude |h| over its real tokens and dimensions against the median magnitude (the ratio), the count of
-  values above Sun et al.'s absolute threshold (100) and of those also 1,000 times the median (their two
-  criteria together), and which tokens (position and kind: [CLS] / <s>, separator, "." ",", other) and which
-  dimensions carry each input's top values.
-- `massive_intervention`: at one hidden state, set each input's `n_values` largest (token, dimension) values to
+Section 3 (Sun et al. 2024, "Massive activations in large language models"). Where to measure (`SITES`): Sun et
+al. read the residual stream of pre-LayerNorm models; in a post-LayerNorm encoder such as BERT every hidden state
+is a LayerNorm's output, whose values cannot exceed sqrt(D - 1) |weight| + |bias| (`layernorm_cap`), so the
+residual sum is read where it still exists, at the LayerNorm's input ("pre_norm", as Gu et al. 2025 do for
+post-norm models), beside the feed-forward block's output ("ffn") and the hidden states themselves ("output").
+- `massive_activations`: per state (0 = the embeddings, l = layer l; at `site`), each input's largest magnitude
+  |h| over its real tokens and dimensions against the median magnitude (the ratio), the count of values above
+  Sun et al.'s absolute threshold (100) and of those also 1,000 times the median (their two criteria together),
+  and which tokens (position and kind: [CLS] / <s>, separator, "." ",", other) and which dimensions carry each
+  input's top values.
+- `massive_intervention`: at one state and site, set each input's `n_values` largest (token, dimension) values to
   zero, and (as Sun et al.) to their mean over the other inputs (the mean of that dimension over the other
-  inputs' tokens of the same kind), through a forward hook on that layer's output (`set_hidden`); beside it the
-  same edits on random dimensions of the same tokens, the same count, over several seeded draws.
+  inputs' tokens of the same kind), through a hook on the module there (`set_hidden`); beside it the same edits
+  on random dimensions of the same tokens, the same count, over several seeded draws.
 
 Section 4 (Kovaleva et al. 2021, "BERT Busters"): they disabled the high-magnitude scaling factors (and biases)
 of the output LayerNorm, found in the same dimensions throughout the model.
@@ -35,7 +39,7 @@ from __future__ import annotations
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +59,12 @@ RELATIVE = 1000.0  # ... and about 1,000 times the median magnitude
 OUTLIER_SIGMAS = 3.0  # a LayerNorm weight more than this many standard deviations from its layer's mean
 MIN_SHARE = 0.5  # ... in at least this share of the layers: an outlier dimension
 OUTPUT_LAYERNORM_NAMES = ("output.LayerNorm", "output_layer_norm")  # BERT, RoBERTa, ELECTRA; DistilBERT
+FFN_OUTPUT_NAMES = ("output.dense", "ffn.lin2")  # the feed-forward block's last linear map, the same models
+SITES = {  # where `massive_activations` reads a state (0 = the embeddings, l = layer l)
+    "pre_norm": "the input of the state's LayerNorm: the residual sum before it is normalised",
+    "ffn": "the feed-forward block's output (layers 1 and up)",
+    "output": "the hidden state itself: the LayerNorm's output in a post-LayerNorm model",
+}
 WHICH = ("output", "attention")
 DRAWS = 3  # random draws per control: each costs one (section 4) or two (section 3) passes over the inputs
 
@@ -103,9 +113,9 @@ class _Measured:
     pooled: torch.Tensor
 
 
-def _measure(model: nn.Module, batch: Batch, sink_layers: Sequence[int], hidden_states: bool = False):
+def _measure(model: nn.Module, batch: Batch, sink_layers: Sequence[int]):
     """Run the batch; (_Measured, the model's output)."""
-    out = model(**batch.model_inputs, output_attentions=bool(sink_layers), output_hidden_states=hidden_states)
+    out = model(**batch.model_inputs, output_attentions=bool(sink_layers))
     rows = batch.valid.to(torch.float64)
     if sink_layers:
         first = torch.stack([out.attentions[layer - 1][..., 0] for layer in sink_layers], 1).double()  # [B, L', H, T]
@@ -184,18 +194,24 @@ def _rows(targets: str, edit: str, draw: int, batch: Batch, measured: _Measured,
 # -- section 3: massive activations ---------------------------------------------------------------
 @dataclass(frozen=True)
 class MassiveActivations:
-    """`massive_activations`'s results. `maximum`, `median` [N, L + 1]: per input and hidden state (0 = the
-    embeddings) the largest and the median magnitude |h| over real tokens and dimensions; `above_absolute` and
-    `massive` [N, L + 1]: the count of values above ABSOLUTE (100), and of those also above RELATIVE (1,000) times
-    the input's median (Sun et al.'s criteria). `top`: one row per input, hidden state and rank (1 = largest) of
-    its `top_k` largest values: layer, input, rank, position, token, kind (gradients.CATEGORIES), dimension,
-    value (signed), magnitude, ratio (magnitude / the input's median)."""
+    """`massive_activations`'s results at `site` (`SITES`). `maximum`, `median` [N, S]: per input and state (S of
+    them, `states`: 0 = the embeddings, l = layer l) the largest and the median magnitude |h| over real tokens and
+    dimensions; `above_absolute` and `massive` [N, S]: the count of values above ABSOLUTE (100), and of those also
+    above RELATIVE (1,000) times the input's median (Sun et al.'s criteria). `top`: one row per input, state and
+    rank (1 = largest) of its `top_k` largest values: layer (the state), input, rank, position, token, kind
+    (gradients.CATEGORIES), dimension, value (signed), magnitude, ratio (magnitude / the input's median)."""
 
     maximum: np.ndarray
     median: np.ndarray
     above_absolute: np.ndarray
     massive: np.ndarray
     top: pd.DataFrame
+    site: str = "output"
+    first_state: int = 0  # the state of column 0 (1 for "ffn")
+
+    @property
+    def states(self) -> tuple[int, ...]:
+        return tuple(range(self.first_state, self.first_state + self.maximum.shape[1]))
 
     @property
     def ratio(self) -> np.ndarray:
@@ -209,14 +225,18 @@ class MassiveActivations:
         where it does (`top_share`)."""
         first = self.top[self.top["rank"] == 1]
         rows = []
-        for layer in range(self.maximum.shape[1]):
+        for column, layer in enumerate(self.states):
             here = first[first["layer"] == layer]
             (kind, dimension), count = Counter(zip(here["kind"], here["dimension"])).most_common(1)[0]
-            rows.append((layer, self.maximum[:, layer].mean(), self.median[:, layer].mean(),
-                         *_interval(self.ratio[:, layer]), self.above_absolute[:, layer].mean(),
-                         self.massive[:, layer].mean(), kind, int(dimension), count / len(here)))
+            rows.append((layer, self.maximum[:, column].mean(), self.median[:, column].mean(),
+                         *_interval(self.ratio[:, column]), self.above_absolute[:, column].mean(),
+                         self.massive[:, column].mean(), kind, int(dimension), count / len(here)))
         return pd.DataFrame(rows, columns=["layer", "maximum", "median", "ratio", "ratio_low", "ratio_high",
                                            "above_absolute", "massive", "top_kind", "top_dimension", "top_share"])
+
+    def largest_state(self) -> int:
+        """The state whose largest magnitude (mean over inputs) is the largest: where to edit."""
+        return self.states[int(np.argmax(self.maximum.mean(0)))]
 
     def carriers(self) -> pd.DataFrame:
         """Which (kind, dimension) pairs carry the top values: per hidden state, kind and dimension, `inputs` (how
@@ -234,7 +254,7 @@ class MassiveActivations:
         first = self.top[self.top["rank"] == 1]
         pair = Counter(zip(first["kind"], first["dimension"])).most_common(1)[0][0]
         n = self.maximum.shape[0]
-        for layer in range(self.maximum.shape[1]):
+        for layer in self.states:
             here = first[first["layer"] == layer]
             if (here["kind"].eq(pair[0]) & here["dimension"].eq(pair[1])).sum() >= n / 2:
                 return layer
@@ -248,26 +268,91 @@ def _top_values(hidden: torch.Tensor, valid: torch.Tensor, k: int) -> tuple[torc
     return index // hidden.shape[-1], index % hidden.shape[-1]
 
 
+def _states(model: nn.Module, site: str) -> list[int]:
+    """The states `site` has: 0 (the embeddings) to L, or 1 to L for "ffn"."""
+    if site not in SITES:
+        raise ValueError(f"site must be one of {tuple(SITES)}, not {site!r}")
+    return list(range(1 if site == "ffn" else 0, len(intervene.encoder_layers(model)) + 1))
+
+
+def _site_module(model: nn.Module, layer: int, site: str) -> tuple[nn.Module, bool]:
+    """(module, reads its input): where state `layer` (0 = the embeddings, l = layer l) is read at `site`."""
+    if site not in SITES:
+        raise ValueError(f"site must be one of {tuple(SITES)}, not {site!r}")
+    block = _hidden_module(model, layer)
+    if site == "output":
+        return block, False
+    if site == "pre_norm":
+        norm = getattr(block, "LayerNorm", None) if layer == 0 else layernorm(model, layer)
+        if not isinstance(norm, nn.LayerNorm):
+            raise ValueError(f"{type(model).__name__}'s embeddings have no LayerNorm named `LayerNorm` to read")
+        return norm, True
+    if layer == 0:
+        raise ValueError("the embeddings have no feed-forward block: with site 'ffn', layer must be 1 or more")
+    modules = dict(block.named_modules())
+    found = [modules[name] for name in FFN_OUTPUT_NAMES if isinstance(modules.get(name), nn.Linear)]
+    if not found:
+        raise ValueError(f"found no feed-forward output named {' or '.join(FFN_OUTPUT_NAMES)} in layer {layer} of "
+                         f"{type(model).__name__}; BERT, RoBERTa, ELECTRA, DistilBERT have one")
+    return found[0], False
+
+
+@contextmanager
+def _reading(model: nn.Module, site: str, states: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
+    """A dict that each forward pass fills with state -> [B, T, D] at `site`; the hooks go on exit."""
+    seen: dict[int, torch.Tensor] = {}
+    handles = []
+    try:
+        for layer in states:
+            module, reads_input = _site_module(model, layer, site)
+            if reads_input:
+                handles.append(module.register_forward_pre_hook(
+                    lambda m, args, layer=layer: seen.__setitem__(layer, args[0])))
+            else:
+                handles.append(module.register_forward_hook(lambda m, args, out, layer=layer: seen.__setitem__(
+                    layer, out[0] if isinstance(out, tuple) else out)))
+        yield seen
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def layernorm_cap(encoder: Encoder) -> np.ndarray:
+    """[L + 1]: per state (0 = the embeddings, l = layer l) the largest magnitude its LayerNorm can output,
+    max over dimensions d of sqrt(D - 1) |weight_d| + |bias_d|: a normalised vector's coordinate lies within
+    sqrt(D - 1) of 0, whatever the input."""
+    caps = []
+    for layer in _states(encoder.model, "pre_norm"):
+        norm, _ = _site_module(encoder.model, layer, "pre_norm")
+        weight, bias = norm.weight.detach().double().abs(), norm.bias.detach().double().abs()
+        caps.append(float(((len(weight) - 1) ** 0.5 * weight + bias).max()))
+    return np.array(caps)
+
+
 @torch.inference_mode()
-def massive_activations(encoder: Encoder, items: Sequence, top_k: int = 5, batch_size: int = 16
-                        ) -> MassiveActivations:
-    """Per input and hidden state (0 = the embeddings, l = layer l's output), the largest magnitude against the
-    median, Sun et al.'s counts and the `top_k` largest values with their tokens and dimensions (see
-    `MassiveActivations`). One batched forward pass."""
+def massive_activations(encoder: Encoder, items: Sequence, top_k: int = 5, batch_size: int = 16,
+                        site: str = "pre_norm") -> MassiveActivations:
+    """Per input and state (0 = the embeddings, l = layer l) at `site` (`SITES`; by default the LayerNorm's
+    input, where a post-LayerNorm model keeps its residual sum), the largest magnitude against the median, Sun et
+    al.'s counts and the `top_k` largest values with their tokens and dimensions (see `MassiveActivations`). One
+    batched forward pass."""
     items = list(items)
     if not items:
         raise ValueError("items: no inputs; give segments, texts or (a, b) pairs")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+    states = _states(encoder.model, site)
     per_input = {name: [] for name in ("maximum", "median", "above_absolute", "massive")}
     rows = []
     for batch in batches(encoder, items, batch_size, attention=False):
-        out = encoder.model(**batch.model_inputs, output_hidden_states=True)
+        with _reading(encoder.model, site, states) as seen:
+            encoder.model(**batch.model_inputs)
         kinds, valid = _kinds(batch), batch.valid
-        if top_k > int(batch.lengths.min()) * out.hidden_states[0].shape[-1]:
+        if top_k > int(batch.lengths.min()) * seen[states[0]].shape[-1]:
             raise ValueError(f"top_k={top_k} is more than an input's values")
         arrays = {name: [] for name in per_input}
-        for layer, hidden in enumerate(out.hidden_states):
+        for layer in states:
+            hidden = seen[layer]
             magnitude = hidden.double().abs()
             masked = magnitude.masked_fill(~valid[..., None], float("nan")).flatten(1).numpy()
             median = np.nanmedian(masked, axis=1)  # [B]
@@ -287,7 +372,28 @@ def massive_activations(encoder: Encoder, items: Sequence, top_k: int = 5, batch
             per_input[name].append(np.stack(values, 1))
     top = pd.DataFrame(rows, columns=["layer", "input", "rank", "position", "token", "kind", "dimension", "value",
                                       "magnitude", "ratio"]).sort_values(["layer", "input", "rank"], ignore_index=True)
-    return MassiveActivations(*(np.concatenate(per_input[name]) for name in per_input), top=top)
+    return MassiveActivations(*(np.concatenate(per_input[name]) for name in per_input), top=top, site=site,
+                              first_state=states[0])
+
+
+def by_site(found: Mapping[str, MassiveActivations], cap: np.ndarray | None = None) -> pd.DataFrame:
+    """One row per state (0 = the embeddings): per site of `found` (site -> `massive_activations`, in its order)
+    `<site> max` and `<site> ratio`, the means over inputs of the largest magnitude and of its ratio to the median
+    (NaN where the site has no such state); `carrier`, the (kind, dimension) most often carrying the largest value
+    at the first site; `cap` (`layernorm_cap`, indexed by state) when given."""
+    if not found:
+        raise ValueError("found: give at least one site's massive_activations")
+    states = sorted({state for result in found.values() for state in result.states})
+    frame = pd.DataFrame({"state": states})
+    for site, result in found.items():
+        table = result.by_layer().set_index("layer")
+        frame[f"{site} max"] = frame["state"].map(table["maximum"])
+        frame[f"{site} ratio"] = frame["state"].map(table["ratio"])
+    first = next(iter(found.values())).by_layer().set_index("layer")
+    frame["carrier"] = frame["state"].map(first["top_kind"] + " " + first["top_dimension"].astype(str))
+    if cap is not None:
+        frame["cap"] = [float(cap[state]) for state in states]
+    return frame
 
 
 def _hidden_module(model: nn.Module, layer: int) -> nn.Module:
@@ -306,12 +412,13 @@ def _hidden_module(model: nn.Module, layer: int) -> nn.Module:
 
 
 @contextmanager
-def set_hidden(model: nn.Module, layer: int, batch_index, position, dimension, value) -> Iterator[nn.Module]:
-    """Run `model` with hidden state `layer` (0 = the embeddings' output, l = layer l's output, as
-    `output_hidden_states` counts them) edited by a forward hook: h[batch_index[k], position[k], dimension[k]] =
-    value[k] (four sequences [K]; K = 0 edits nothing). What comes after that layer reads the edited state. The
-    hook is removed on exit, also after an error."""
-    module = _hidden_module(model, layer)
+def set_hidden(model: nn.Module, layer: int, batch_index, position, dimension, value, site: str = "output"
+               ) -> Iterator[nn.Module]:
+    """Run `model` with state `layer` (0 = the embeddings, l = layer l, as `output_hidden_states` counts them) at
+    `site` (`SITES`: "output", the hidden state; "pre_norm", its LayerNorm's input; "ffn", the feed-forward
+    output) edited by a hook: h[batch_index[k], position[k], dimension[k]] = value[k] (four sequences [K]; K = 0
+    edits nothing). What comes after reads the edited state. The hook is removed on exit, also after an error."""
+    module, reads_input = _site_module(model, layer, site)
     index = tuple(torch.as_tensor(i, dtype=torch.long).reshape(-1) for i in (batch_index, position, dimension))
     values = torch.as_tensor(value, dtype=torch.float64).reshape(-1)
     if not len({len(i) for i in index} | {len(values)}) == 1:
@@ -320,18 +427,23 @@ def set_hidden(model: nn.Module, layer: int, batch_index, position, dimension, v
     if not torch.isfinite(values.double()).all():
         raise ValueError("value holds NaN or infinite numbers")
 
-    def hook(module, args, output):
-        hidden = output[0] if isinstance(output, tuple) else output
-        if not len(values):
-            return output
+    def edited(hidden: torch.Tensor) -> torch.Tensor:
         for i, (name, size) in enumerate(zip(("batch_index", "position", "dimension"), hidden.shape)):
             if len(index[i]) and not (0 <= int(index[i].min()) and int(index[i].max()) < size):
                 raise ValueError(f"{name} must lie in 0-{size - 1} for hidden states of shape {tuple(hidden.shape)}")
-        edited = hidden.clone()
-        edited[tuple(i.to(hidden.device) for i in index)] = values.to(hidden)  # inside the model: its device
-        return (edited, *output[1:]) if isinstance(output, tuple) else edited
+        out = hidden.clone()
+        out[tuple(i.to(hidden.device) for i in index)] = values.to(hidden)  # inside the model: its device
+        return out
 
-    handle = module.register_forward_hook(hook)
+    def hook(module, args, output):
+        if not len(values):
+            return output
+        return (edited(output[0]), *output[1:]) if isinstance(output, tuple) else edited(output)
+
+    def pre_hook(module, args):
+        return (edited(args[0]), *args[1:]) if len(values) else None
+
+    handle = module.register_forward_pre_hook(pre_hook) if reads_input else module.register_forward_hook(hook)
     try:
         yield model
     finally:
@@ -354,16 +466,17 @@ def _random_dims(targets: list[tuple[int, int]], width: int, rng: np.random.Gene
 
 @torch.inference_mode()
 def massive_intervention(encoder: Encoder, items: Sequence, layer: int, n_values: int = 1, draws: int = DRAWS,
-                         seed: int = 0, batch_size: int = 16) -> Intervention:
-    """Sun et al.'s intervention at hidden state `layer` (0 = the embeddings, l = layer l's output; see
-    `MassiveActivations.appearance_layer`): each input's `n_values` largest (position, dimension) values there set
+                         seed: int = 0, batch_size: int = 16, site: str = "pre_norm") -> Intervention:
+    """Sun et al.'s intervention at state `layer` (0 = the embeddings, l = layer l; see
+    `MassiveActivations.appearance_layer`) and `site` (`SITES`; by default the LayerNorm's input, where a
+    post-LayerNorm model keeps its residual sum): each input's `n_values` largest (position, dimension) values set
     to zero ("zero") and to their mean over the other inputs ("mean": that dimension's mean over the other inputs'
     tokens of the same kind), against the same edits on random dimensions of the same positions (`draws` seeded
     draws, per input `np.random.default_rng([seed, draw, input])`). Sink mass over the attention layers after
     `layer`; see `Intervention`. 1 + 2 (1 + draws) forward passes."""
     model = encoder.model
     items = _check_items(items, batch_size)
-    _hidden_module(model, layer)
+    _site_module(model, layer, site)
     if isinstance(n_values, bool) or not isinstance(n_values, int) or n_values < 1:
         raise ValueError(f"n_values must be a positive integer (values edited per input), got {n_values!r}")
     _check_draws(draws, seed)
@@ -371,8 +484,9 @@ def massive_intervention(encoder: Encoder, items: Sequence, layer: int, n_values
     found = []  # per batch: (batch, base _Measured, hidden at `layer`, kinds, targets per input)
     sums, counts, between, rows = [], [], [], []
     for batch in batches(encoder, items, batch_size, attention=False):
-        base, out = _measure(model, batch, sink_layers, hidden_states=True)
-        hidden, kinds = out.hidden_states[layer].double(), _kinds(batch)
+        with _reading(model, site, [layer]) as seen:
+            base, _ = _measure(model, batch, sink_layers)
+        hidden, kinds = seen[layer].double(), _kinds(batch)
         if n_values > int(batch.lengths.min()) * hidden.shape[-1]:
             raise ValueError(f"n_values={n_values} is more than an input's values")
         one_hot = torch.stack([kinds == k for k in range(len(CATEGORIES))], 1).double()  # [B, 4, T]
@@ -405,7 +519,7 @@ def massive_intervention(encoder: Encoder, items: Sequence, layer: int, n_values
                          value, mean) for b, p, d, value, mean in edits]
             index = [[e[k] for e in edits] for k in range(3)]
             for edit, values in (("zero", [0.0] * len(edits)), ("mean", [e[4] for e in edits])):
-                with set_hidden(model, layer, *index, values):
+                with set_hidden(model, layer, *index, values, site=site):
                     measured, _ = _measure(model, batch, sink_layers)
                 rows += _rows(name, edit, draw, batch, measured, base)
     between = torch.cat(between)

@@ -2,13 +2,17 @@
 
 A tiny post-LayerNorm encoder (BERT's layout: token + position embedding, LayerNorm, then per layer
 self-attention + residual + LayerNorm, MLP + residual + LayerNorm) is trained from scratch on a synthetic task in
-which a head has nothing to do for most tokens, with four ways of letting it do nothing:
+which a head has nothing to do for most tokens, with four ways of letting it do nothing and a positive control:
 
 - "softmax": plain softmax, the control. A row must put all its weight somewhere.
 - "softmax1": `sinks.softmax1`, an empty slot of logit 0 (Miller 2023; gpt-oss learns it per head).
-- "clipped": `sinks.clipped_softmax` (gamma < 0): weights can be exactly 0 (Bondarenko et al. 2023).
+- "clipped": `sinks.clipped_softmax` with Bondarenko et al. 2023's setting gamma = -alpha / T (T the sequence
+  length, alpha = ALPHA, their range 2-4): a whole row can clip to 0, so a head can do nothing.
 - "gated": softmax, and each head's output multiplied by sigmoid(w . x + b) of the token's own input x (a
-  per-head output gate: Bondarenko et al.'s gated attention; Qwen3-Next's gate after attention).
+  per-head output gate: Bondarenko et al.'s gated attention; Qwen3-Next's gate after attention). The gate, not
+  the attention weights, can do the no-op: `gate` and `gate_query` report it.
+- "sigmoid": sigmoid(score) per key, no normalisation (Gu et al. 2025's sigmoid attention, which trains without a
+  sink): a positive control, a normaliser known to remove the sink.
 
 The task ("lookup among no-ops"). A sequence of `length` tokens: a fixed start token BOS (position 0, the [CLS]-like
 delimiter), then random digits 0..K-1, `n_queries` of them, at odd positions before the last, written in their query
@@ -36,9 +40,13 @@ Metrics, on held-out sequences (one shared held-out set, fixed by `eval_seed`):
   inputs. Both are computed from the weights as they are: softmax1 and clipped rows need not sum to 1, so
   `sinks.sink_rate` (which checks that they do) is used for nothing but the check that the two agree on softmax.
 - `empty_mass`: the mean of 1 - (row sum): the weight on softmax1's empty slot (0 for softmax and gated).
-- `activation_ratio`: Sun et al. (2024)'s measure, max |h| / median |h| over the hidden states after a layer (all
-  held-out tokens and dimensions), the largest over the layers; `ratio_layer<i>` per layer (1-indexed).
-- `gate`: the mean gate value on the non-query rows of the gated variant (NaN for the others).
+- before the LayerNorm, where a post-LayerNorm model's large values live (the hidden states after it are capped
+  near sqrt(width - 1)): `activation_ratio`, Sun et al. (2024)'s max |x| / median |x| of the residual sum entering
+  each layer's last LayerNorm (all held-out tokens and dimensions), the largest over the layers, and
+  `ratio_layer<i>` per layer (1-indexed); `ffn_max` and `ffn_kurtosis`, Bondarenko et al.'s measures of the
+  feed-forward output: its largest |value| and the kurtosis of its values, the largest over the layers.
+- `gate`, `gate_query`: the mean gate value on the non-query rows and on the query rows of the gated variant
+  (NaN for the others).
 
 What the toy can show: which normaliser lets a head no-op without a sink and without large activations, when the
 data make no-op the right behaviour. What it cannot: a pretrained model's sink comes from language-model
@@ -67,7 +75,8 @@ from ...core.source import code_version
 from ..probes import deterministic
 from . import EPS, clipped_softmax, softmax1
 
-VARIANTS = ("softmax", "softmax1", "clipped", "gated")
+VARIANTS = ("softmax", "softmax1", "clipped", "gated", "sigmoid")
+ALPHA = 4.0  # clipped softmax: gamma = -ALPHA / T (Bondarenko et al. 2023 use alpha from 2 to 4)
 BOS = 0  # token ids: BOS 0, digit d 2 + d, the query form of digit d 2 + K + d (1 is unused)
 IGNORE = -100  # label of BOS (cross-entropy's ignore_index)
 
@@ -139,13 +148,23 @@ def make_batch(task: ToyTask, size: int, generator: torch.Generator) -> tuple[to
 
 
 # -- the model ------------------------------------------------------------------------------------------------------
-def normaliser(variant: str, gamma: float = -0.025) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The attention normaliser of a variant, scores [..., n] -> weights [..., n] along the last axis."""
+def clipped_gamma(alpha: float, length: int) -> float:
+    """Bondarenko et al.'s gamma = -alpha / T for sequences of T = `length` tokens."""
+    if not alpha >= 0 or length < 1:
+        raise ValueError(f"alpha must be >= 0 and length >= 1, got alpha={alpha}, length={length}")
+    return -alpha / length
+
+
+def normaliser(variant: str, alpha: float = ALPHA, length: int = 16) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The attention normaliser of a variant, scores [..., n] -> weights [..., n] along the last axis (`alpha`
+    and the sequence `length` set the clipped softmax's gamma, `clipped_gamma`)."""
     check_variants([variant])
     if variant == "softmax1":
         return softmax1
     if variant == "clipped":
-        return partial(clipped_softmax, gamma=gamma)
+        return partial(clipped_softmax, gamma=clipped_gamma(alpha, length))
+    if variant == "sigmoid":
+        return torch.sigmoid
     return partial(torch.softmax, dim=-1)
 
 
@@ -188,20 +207,25 @@ class ToyLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
         self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """x [B, n, d] -> (output, weights [B, H, n, n], the feed-forward output, the sum entering norm2)."""
         update, weights = self.attention(x)
         h = self.norm1(x + update)
-        return self.norm2(h + self.mlp(h)), weights
+        ffn = self.mlp(h)
+        return self.norm2(h + ffn), weights, ffn, h + ffn
 
 
 @dataclass(frozen=True)
 class ToyRun:
     """One forward pass kept whole: logits [B, n, K], weights [L, B, H, n, n], hidden [L, B, n, d] (after each
-    layer), gates [L, B, n, H] (None unless gated)."""
+    layer), ffn and summed [L, B, n, d] (each layer's feed-forward output, and the sum entering its last
+    LayerNorm), gates [L, B, n, H] (None unless gated)."""
 
     logits: torch.Tensor
     weights: torch.Tensor
     hidden: torch.Tensor
+    ffn: torch.Tensor
+    summed: torch.Tensor
     gates: torch.Tensor | None
 
 
@@ -209,12 +233,12 @@ class ToyEncoder(nn.Module):
     """Token + position embedding, LayerNorm, `layers` ToyLayers, a per-token classifier over the K digits."""
 
     def __init__(self, task: ToyTask, variant: str = "softmax", width: int = 32, heads: int = 2, layers: int = 1,
-                 gamma: float = -0.025):
+                 alpha: float = ALPHA):
         super().__init__()
         if layers < 1:
             raise ValueError(f"layers must be 1 or more, got {layers}")
         self.task, self.variant = task, variant
-        normalise = normaliser(variant, gamma)
+        normalise = normaliser(variant, alpha, task.length)
         self.tokens = nn.Embedding(2 + task.n_digits, width)  # a query embeds as its digit plus the query flag
         self.query_flag = nn.Parameter(torch.zeros(width).normal_(std=1.0))
         self.positions = nn.Embedding(task.length, width)
@@ -229,16 +253,18 @@ class ToyEncoder(nn.Module):
         query = self.task.is_query(tokens)
         plain = torch.where(query, tokens - self.task.n_digits, tokens)
         x = self.norm(self.tokens(plain) + query[..., None] * self.query_flag + self.positions.weight)
-        weights, hidden, gates = [], [], []
+        weights, hidden, ffns, sums, gates = [], [], [], [], []
         for layer in self.layers:
             gate = layer.attention.gate
             if gate is not None:
                 gates.append(torch.sigmoid(gate(x)))
-            x, w = layer(x)
+            x, w, ffn, summed = layer(x)
             weights.append(w)
             hidden.append(x)
-        return ToyRun(self.classifier(x), torch.stack(weights), torch.stack(hidden),
-                      torch.stack(gates) if gates else None)
+            ffns.append(ffn)
+            sums.append(summed)
+        return ToyRun(self.classifier(x), torch.stack(weights), torch.stack(hidden), torch.stack(ffns),
+                      torch.stack(sums), torch.stack(gates) if gates else None)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens [B, n] -> logits [B, n, K]."""
@@ -246,11 +272,11 @@ class ToyEncoder(nn.Module):
 
 
 def build_model(task: ToyTask, variant: str, seed: int, width: int = 32, heads: int = 2, layers: int = 1,
-                gamma: float = -0.025) -> ToyEncoder:
+                alpha: float = ALPHA) -> ToyEncoder:
     """A fresh ToyEncoder, initialised from torch.manual_seed(seed) (the global state is restored after)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return ToyEncoder(task, variant, width, heads, layers, gamma)
+        return ToyEncoder(task, variant, width, heads, layers, alpha)
 
 
 # -- training and measuring ---------------------------------------------------------------------------------------
@@ -289,8 +315,12 @@ def measure(model: ToyEncoder, tokens: torch.Tensor, labels: torch.Tensor, eps: 
     hit = run.logits.argmax(-1) == labels
     query = model.task.is_query(tokens)
     bos = run.weights[..., 0].mean(-1)  # [L, B, H]: the mean weight each head puts on BOS over its query rows
-    flat = run.hidden.abs().flatten(1)  # [L, B * n * d]
+    flat = run.summed.abs().flatten(1)  # [L, B * n * d], before the LayerNorm
     ratios = (flat.amax(1) / flat.median(1).values).numpy()
+    ffn = run.ffn.double().flatten(1)  # [L, B * n * d]
+    centred = ffn - ffn.mean(1, keepdim=True)
+    kurtosis = (centred.pow(4).mean(1) / centred.pow(2).mean(1).pow(2)).numpy()
+    gates = run.gates.permute(1, 2, 0, 3) if run.gates is not None else None  # [B, n, L, H]
     out = {"accuracy": float(hit[labels != IGNORE].float().mean()),
            "query_accuracy": float(hit[query].float().mean()),
            "chance": 1 / model.task.n_digits,
@@ -298,14 +328,17 @@ def measure(model: ToyEncoder, tokens: torch.Tensor, labels: torch.Tensor, eps: 
            "sink_rate": float((bos > eps).float().mean()),
            "empty_mass": float((1 - run.weights.sum(-1)).mean()),
            "activation_ratio": float(ratios.max()),
-           "gate": float(run.gates.permute(1, 2, 0, 3)[~query].mean()) if run.gates is not None else math.nan}
+           "ffn_max": float(ffn.abs().max()),
+           "ffn_kurtosis": float(kurtosis.max()),
+           "gate": float(gates[~query].mean()) if gates is not None else math.nan,
+           "gate_query": float(gates[query].mean()) if gates is not None else math.nan}
     out.update({f"ratio_layer{i}": float(r) for i, r in enumerate(ratios, 1)})
     return out
 
 
 def train_variants(variants: Sequence[str] = VARIANTS, seeds: Sequence[int] = (0, 1, 2), steps: int = 1000,
                    task: ToyTask = ToyTask(), width: int = 32, heads: int = 2, layers: int = 1,
-                   batch_size: int = 64, lr: float = 3e-3, gamma: float = -0.025, n_eval: int = 512,
+                   batch_size: int = 64, lr: float = 3e-3, alpha: float = ALPHA, n_eval: int = 512,
                    eval_seed: int = 10_000, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
                    progress: bool = True) -> pd.DataFrame:
     """Train one toy per (variant, seed) and measure it on one shared held-out set (torch.Generator(eval_seed)):
@@ -319,7 +352,7 @@ def train_variants(variants: Sequence[str] = VARIANTS, seeds: Sequence[int] = (0
     if n_eval < 1:
         raise ValueError(f"n_eval must be 1 or more, got {n_eval}")
     settings = json.dumps([variants, [int(s) for s in seeds], steps, dataclasses.asdict(task), width, heads, layers,
-                           batch_size, lr, gamma, n_eval, eval_seed])
+                           batch_size, lr, alpha, n_eval, eval_seed])
     path = None
     if cache_dir is not None:
         path = entry_path(cache_dir, "toy-sinks", settings, torch.__version__, version=code_version(__name__))
@@ -331,7 +364,7 @@ def train_variants(variants: Sequence[str] = VARIANTS, seeds: Sequence[int] = (0
     runs = [(variant, int(seed)) for variant in variants for seed in seeds]
     with deterministic(), tqdm(runs, desc="training toy encoders", unit="run", disable=not progress) as bar:
         for variant, seed in bar:
-            model = build_model(task, variant, seed, width, heads, layers, gamma)
+            model = build_model(task, variant, seed, width, heads, layers, alpha)
             start = time.perf_counter()
             loss = train(model, steps, seed, batch_size, lr)
             seconds = time.perf_counter() - start

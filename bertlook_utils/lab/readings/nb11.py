@@ -15,6 +15,7 @@ import pandas as pd
 
 from ...analyses.sinks import EPS
 from ...analyses.sinks.heads import SinkHeads
+from ...analyses.sinks.toy import ALPHA
 from ...analyses.sinks.massive import ABSOLUTE, RELATIVE, Intervention, LayerNormOutliers, MassiveActivations
 from ...core.conventions import head_label
 
@@ -169,6 +170,67 @@ def massive(result: MassiveActivations) -> MassiveReading:
         absolute=ABSOLUTE, relative=RELATIVE, top_kind=str(kind), top_dimension=int(dimension),
         top_states=len(carried), top_share_min=float(carried["top_share"].min()),
         appearance=int(result.appearance_layer()))
+
+
+@dataclass(frozen=True)
+class SitesReading:
+    """Where the massive value lives (`massive_activations` at "pre_norm", "ffn" and "output"), read at the state
+    with the largest value before the LayerNorm. Shares are of inputs; values are means over inputs."""
+
+    state: int  # the state (layer) with the largest value before the LayerNorm
+    kind: str  # the (kind, dimension) carrying it most often there
+    dimension: int
+    value: float  # the largest |x| before the LayerNorm there
+    ratio: float  # its ratio to the median, with a 95 % interval over inputs
+    ratio_low: float
+    ratio_high: float
+    above: float  # share of inputs with a value above Sun et al.'s absolute threshold there
+    both: float  # share of inputs with a value meeting both of their criteria there
+    ffn_value: float  # the same for the feed-forward block's output at that layer
+    ffn_ratio: float
+    ffn_ratio_low: float
+    ffn_ratio_high: float
+    ffn_above: float
+    ffn_both: float
+    ffn_share: float  # the feed-forward output's part of the sum at the carrier (mean over inputs where both agree)
+    after: float  # the largest |h| after the LayerNorm there
+    cap: float  # what that LayerNorm can output at most (`layernorm_cap`)
+    after_largest: float  # the largest |h| after a LayerNorm anywhere
+    cap_min: float  # the smallest cap over states
+    carried: tuple[int, ...]  # states where (kind, dimension) carries the largest value before the LayerNorm
+    last_kind: str  # the carrier in the last state
+    last_dimension: int
+
+
+def sites(pre_norm: MassiveActivations, ffn: MassiveActivations, output: MassiveActivations,
+          cap: Sequence[float]) -> SitesReading:
+    """pre_norm, ffn, output: `massive_activations` at those sites; cap: `layernorm_cap` (per state)."""
+    table = pre_norm.by_layer().set_index("layer")
+    state = pre_norm.largest_state()
+    ffn_table, out_table = ffn.by_layer().set_index("layer"), output.by_layer().set_index("layer")
+    if state not in ffn_table.index:
+        raise ValueError(f"the largest value before the LayerNorm is in state {state}, which has no feed-forward block")
+    row, ffn_row = table.loc[state], ffn_table.loc[state]
+    firsts = [r.top[(r.top["rank"] == 1) & (r.top["layer"] == state)] for r in (pre_norm, ffn)]
+    paired = firsts[0].merge(firsts[1], on=["input", "position", "dimension"], suffixes=("", "_ffn"))
+    share = float((paired["value_ffn"] / paired["value"]).mean()) if len(paired) else float("nan")
+
+    def counted(result: MassiveActivations, array: np.ndarray) -> float:
+        return float((array[:, result.states.index(state)] > 0).mean())
+
+    kind, dimension = str(row["top_kind"]), int(row["top_dimension"])
+    carried = tuple(int(s) for s, r in table.iterrows() if (r["top_kind"], r["top_dimension"]) == (kind, dimension))
+    last = table.iloc[-1]
+    return SitesReading(
+        state=state, kind=kind, dimension=dimension, value=float(row["maximum"]), ratio=float(row["ratio"]),
+        ratio_low=float(row["ratio_low"]), ratio_high=float(row["ratio_high"]),
+        above=counted(pre_norm, pre_norm.above_absolute), both=counted(pre_norm, pre_norm.massive),
+        ffn_value=float(ffn_row["maximum"]), ffn_ratio=float(ffn_row["ratio"]),
+        ffn_ratio_low=float(ffn_row["ratio_low"]), ffn_ratio_high=float(ffn_row["ratio_high"]),
+        ffn_above=counted(ffn, ffn.above_absolute), ffn_both=counted(ffn, ffn.massive), ffn_share=share,
+        after=float(out_table.loc[state, "maximum"]), cap=float(cap[state]),
+        after_largest=float(out_table["maximum"].max()), cap_min=float(np.min(cap)), carried=carried,
+        last_kind=str(last["top_kind"]), last_dimension=int(last["top_dimension"]))
 
 
 @dataclass(frozen=True)
@@ -419,10 +481,17 @@ class ToyVariant:
     sink_mass_max: float
     learned_sink_min: float  # the smallest sink mass among the runs that learned (NaN if none)
     empty_mass: float
-    activation_ratio: float  # mean over seeds
+    empty_mass_min: float
+    empty_mass_max: float
+    activation_ratio: float  # mean over seeds (before the LayerNorm)
     activation_ratio_max: float
+    ffn_max: float  # the largest feed-forward output over seeds
+    gate: float  # the gated variant's mean gate on non-query rows, over the runs that learned (NaN otherwise)
+    gate_query: float  # the same on query rows
     below_softmax: bool  # every seed's sink mass below every softmax seed's (the spread does not overlap)
     learned_below_softmax: bool  # the same, among the runs that learned
+    removes: bool  # every seed learned the task and sits below every softmax seed
+    clears_softmax_mean: bool  # every seed learned the task and sits below the softmax seeds' mean
 
 
 @dataclass(frozen=True)
@@ -435,18 +504,24 @@ class ToyReading:
     steps: int
     seconds: float  # training time, all runs together
     softmax_sink_min: float  # the control's smallest sink mass over seeds
-    removed: tuple[str, ...]  # variants whose learned runs all sit below every softmax seed
+    removed: tuple[str, ...]  # variants whose every seed learned the task and sits below every softmax seed
     removed_text: str
     kept: tuple[str, ...]  # the other variants but softmax
     kept_text: str
     failed: tuple[str, ...]  # variants with a run that did not learn the task
     failed_text: str
-    ratio_max: float  # the largest activation ratio of any run
+    ratio_max: float  # the largest activation ratio (before the LayerNorm) of any run
+    learned_ratio_max: float  # ... of any run that learned
+    learned_ffn_max: float  # the largest feed-forward output of any run that learned
+    learned_kurtosis_max: float  # the largest kurtosis of a feed-forward output of any run that learned
+    failed_ffn_min: float  # the smallest largest feed-forward output of the runs that did not learn (NaN if none)
+    failed_larger: bool  # some run did not learn, and each such run's feed-forward output exceeds every learner's
 
 
 def toy(frame: pd.DataFrame, control: str = "softmax") -> ToyReading:
     """frame: `toy.train_variants(...)` (variant, seed, steps, seconds, query_accuracy, chance, sink_mass,
-    empty_mass, activation_ratio), with the `control` variant among them."""
+    empty_mass, activation_ratio, ffn_max, ffn_kurtosis, gate, gate_query), with the `control` variant among
+    them."""
     base = frame[frame["variant"] == control]
     if base.empty:
         raise ValueError(f"the frame has no {control!r} runs to compare with")
@@ -454,25 +529,37 @@ def toy(frame: pd.DataFrame, control: str = "softmax") -> ToyReading:
     variants = []
     for name, runs in frame.groupby("variant", sort=False):
         learned = runs[runs["query_accuracy"] >= LEARNED]
+        gates = learned if len(learned) else runs.iloc[:0]
         variants.append(ToyVariant(
             variant=str(name), seeds=len(runs), learned=len(learned),
             query_accuracy=float(runs["query_accuracy"].mean()), query_accuracy_min=float(runs["query_accuracy"].min()),
             sink_mass=float(runs["sink_mass"].mean()), sink_mass_min=float(runs["sink_mass"].min()),
             sink_mass_max=float(runs["sink_mass"].max()),
             learned_sink_min=float(learned["sink_mass"].min()) if len(learned) else float("nan"),
-            empty_mass=float(runs["empty_mass"].mean()), activation_ratio=float(runs["activation_ratio"].mean()),
-            activation_ratio_max=float(runs["activation_ratio"].max()),
+            empty_mass=float(runs["empty_mass"].mean()), empty_mass_min=float(runs["empty_mass"].min()),
+            empty_mass_max=float(runs["empty_mass"].max()), activation_ratio=float(runs["activation_ratio"].mean()),
+            activation_ratio_max=float(runs["activation_ratio"].max()), ffn_max=float(runs["ffn_max"].max()),
+            gate=float(gates["gate"].mean()) if len(gates) else float("nan"),
+            gate_query=float(gates["gate_query"].mean()) if len(gates) else float("nan"),
             below_softmax=bool(runs["sink_mass"].max() < base_min),
-            learned_below_softmax=bool(len(learned) and learned["sink_mass"].max() < base_min)))
+            learned_below_softmax=bool(len(learned) and learned["sink_mass"].max() < base_min),
+            removes=bool(len(learned) == len(runs) and runs["sink_mass"].max() < base_min),
+            clears_softmax_mean=bool(len(learned) == len(runs) and runs["sink_mass"].max() < base["sink_mass"].mean())))
     others = [v for v in variants if v.variant != control]
-    removed = tuple(v.variant for v in others if v.learned_below_softmax)
-    kept = tuple(v.variant for v in others if not v.learned_below_softmax)
+    removed = tuple(v.variant for v in others if v.removes)
+    kept = tuple(v.variant for v in others if not v.removes)
     failed = tuple(v.variant for v in variants if v.learned < v.seeds)
+    learned = frame[frame["query_accuracy"] >= LEARNED]
+    unlearned = frame[frame["query_accuracy"] < LEARNED]
     return ToyReading(
         variants=tuple(variants), seeds=int(frame.groupby("variant")["seed"].nunique().min()),
         chance=float(frame["chance"].iloc[0]), steps=int(frame["steps"].iloc[0]), seconds=float(frame["seconds"].sum()),
         softmax_sink_min=base_min, removed=removed, removed_text=_listed(removed), kept=kept, kept_text=_listed(kept),
-        failed=failed, failed_text=_listed(failed), ratio_max=float(frame["activation_ratio"].max()))
+        failed=failed, failed_text=_listed(failed), ratio_max=float(frame["activation_ratio"].max()),
+        learned_ratio_max=float(learned["activation_ratio"].max()), learned_ffn_max=float(learned["ffn_max"].max()),
+        learned_kurtosis_max=float(learned["ffn_kurtosis"].max()),
+        failed_ffn_min=float(unlearned["ffn_max"].min()) if len(unlearned) else float("nan"),
+        failed_larger=bool(len(unlearned) and unlearned["ffn_max"].min() > learned["ffn_max"].max()))
 
 
 def toy_variant(reading: ToyReading, variant: str) -> ToyVariant:
@@ -487,36 +574,63 @@ def toy_variant(reading: ToyReading, variant: str) -> ToyVariant:
 FINDINGS = {  # the later papers' findings in words (none of their numbers was checked against their tables)
     "Gu et al. 2025": "sinks emerge in pre-trained LMs on the first token; the metric counts heads above eps; the "
                       "sink works like a key bias born of softmax normalisation",
-    "Sun et al. 2024": f"a few activations are massive (above {ABSOLUTE:g}, about {RELATIVE:,.0f} times the median), "
-                       "on the sink tokens and fixed dimensions; setting them to zero destroys the model, to their "
-                       "mean does not",
-    "Kovaleva et al. 2021": "a few LayerNorm dimensions are outliers in every layer; disabling them degrades the "
-                            "model far more than random dimensions",
+    "Sun et al. 2024": f"a few activations in the residual stream are massive (above {ABSOLUTE:g}, about "
+                       f"{RELATIVE:,.0f} times the median), on the sink tokens and fixed dimensions; setting them to "
+                       "zero destroys the model, to their mean does not",
+    "Kovaleva et al. 2021": "a few LayerNorm dimensions are outliers consistently across layers; disabling them "
+                            "degrades the model far more than random dimensions",
     "Xiao et al. 2024": "the sink follows the initial position, not its content: any first tokens keep it",
     "Darcet et al. 2024": "added register tokens take over the high-norm, low-information role",
-    "Bondarenko et al. 2023": "no-op heads cause the outliers; clipped softmax and gated attention remove them",
+    "Bondarenko et al. 2023": "no-op heads cause the outliers; clipped softmax and gated attention let heads do "
+                              "nothing without them, and shrink the outliers (max and kurtosis of the feed-forward "
+                              "output)",
 }
 IN_WORDS = " (in words: not checked against the paper's tables)"
 
 
-def paper_vs_run(profile_reading: ProfileReading, bias: KeyBiasReading, massive_reading: MassiveReading,
+def _toy_words(reading: ToyReading) -> list[str]:
+    """The toy's outcome per variant in words (those present), for a table whose text must hold on every CPU: the
+    toys' numbers move with the vector kernels that trained them, their verdicts less."""
+    found = {v.variant: v for v in reading.variants}
+    words = [f"softmax parks on BOS in {'every' if found['softmax'].learned == found['softmax'].seeds else 'some'} "
+             f"seed"] if "softmax" in found else []
+    if "sigmoid" in found:
+        words.append("sigmoid attention (the positive control) " + (
+            "learns with less sink mass than softmax's mean in every seed" if found["sigmoid"].clears_softmax_mean
+            else "keeps a sink"))
+    if "softmax1" in found:
+        words.append("softmax1 " + ("removes it" if found["softmax1"].clears_softmax_mean else "keeps it"))
+    if "clipped" in found:
+        clipped = found["clipped"]
+        words.append(f"clipped softmax (alpha {ALPHA:g}) " + (
+            "leaves rows empty and fails to learn in some seeds" if clipped.learned < clipped.seeds
+            else "learns in every seed"))
+    if "gated" in found:
+        gated = found["gated"]
+        words.append("the gate " + ("is low on rows with nothing to do and high on queries"
+                                    if gated.gate < 0.5 < gated.gate_query else "does not tell the rows apart"))
+    return words
+
+
+def paper_vs_run(profile_reading: ProfileReading, bias: KeyBiasReading, big: SitesReading,
                  zero: EditReading, mean: EditReading, outlier: OutlierReading, output_edit: EditReading,
                  attention_edit: EditReading, place: PositionReading, extra: RegisterReading,
                  toy_reading: ToyReading) -> pd.DataFrame:
     """One row per paper: its finding in words (FINDINGS, marked as such) and this run's, rendered from the
     readings."""
-    removed = toy_reading.removed_text
     run = {
         "Gu et al. 2025": f"[CLS] (the first token) holds a sink rate up to {profile_reading.cls_rate_max:.2f} at eps "
                           f"{profile_reading.eps:g}; sink mass tracks the logit margin across heads (Spearman "
                           f"{bias.rho_margin:.2f}); the margin is direction, the sink key being "
                           f"{bias.key_ratio_median:.2f} of the others' length",
-        "Sun et al. 2024": f"largest max/median ratio {massive_reading.ratio_max:.0f}, largest value "
-                           f"{massive_reading.largest:.1f}: none above {massive_reading.absolute:g}; on "
-                           f"{massive_reading.top_kind} dimension {massive_reading.top_dimension}; zeroing it: sink "
-                           f"{zero.unedited:.2f} -> {zero.sink:.2f}, pooled change {zero.distance:.2f} of the "
-                           f"yardstick; its mean: {mean.sink:.2f}, {mean.distance:.2f}",
-        "Kovaleva et al. 2021": f"output LayerNorm outliers {outlier.output_text}: sink {output_edit.unedited:.2f} -> "
+        "Sun et al. 2024": f"before the LayerNorm of layer {big.state}, {big.kind} dimension {big.dimension}: "
+                           f"{big.value:.0f}, {big.ratio:.0f} times the median (its feed-forward output "
+                           f"{big.ffn_value:.0f}, {big.ffn_ratio:,.0f} times); after the LayerNorm at most "
+                           f"{big.after_largest:.1f}; zeroing it: sink {zero.unedited:.2f} -> {zero.sink:.2f}, pooled "
+                           f"change {zero.distance:.2f} of the yardstick; its mean: {mean.sink:.2f}, "
+                           f"{mean.distance:.2f}",
+        "Kovaleva et al. 2021": f"(outliers: in at least half of the layers) output LayerNorm outliers "
+                                f"{outlier.output_text}: sink {output_edit.unedited:.2f} -> "
                                 f"{output_edit.sink:.2f}; attention LayerNorm outliers {outlier.attention_text}: "
                                 f"-> {attention_edit.sink:.2f} (random dimensions: {attention_edit.random_sink:.2f})",
         "Xiao et al. 2024": f"position 0 keeps {place.stand_in_kept:.0%} of its sink mass whatever it reads; with "
@@ -524,9 +638,8 @@ def paper_vs_run(profile_reading: ProfileReading, bias: KeyBiasReading, massive_
                             f"{place.swap_content:.2f} (middle layers)",
         "Darcet et al. 2024": f"added tokens take at most {extra.added_max:.3f} of the attention together; position 0 "
                               f"keeps {extra.first_kept:.0%}",
-        "Bondarenko et al. 2023": f"toy: sink on BOS under softmax ({toy_reading.softmax_sink_min:.2f} or more); "
-                                  f"below every softmax seed: {removed}; largest activation ratio "
-                                  f"{toy_reading.ratio_max:.1f}",
+        "Bondarenko et al. 2023": "toy (in words: its numbers depend on the CPU it trained on): "
+                                  + "; ".join(_toy_words(toy_reading)),
     }
     return pd.DataFrame({"paper": list(FINDINGS), "their finding" + IN_WORDS: list(FINDINGS.values()),
                          "this run": [run[p] for p in FINDINGS]})

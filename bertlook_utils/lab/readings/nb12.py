@@ -193,8 +193,8 @@ class ScoreboardReading:
     best_gain: float
     best_low: float
     best_high: float
-    tied: tuple[str, ...]  # methods whose gain interval reaches the best's gain
-    tied_text: str
+    unseparated: tuple[str, ...]  # other methods whose paired difference with the best reaches 0
+    unseparated_text: str  # "norm (−0.004, −0.011 to 0.002)" per such method, or "none"
     worst: str
     worst_gain: float
     worst_low: float
@@ -210,31 +210,44 @@ class ScoreboardReading:
     alti_range: str
     rollout_cost_text: str  # "0.096 (paired interval 0.080–0.112)"
     alti_gain: float  # alti rollout − attention rollout, mean over inputs
-    top_tie: bool  # last-layer attention, integrated gradients and ALTI rollout all tie the best
+    attention_vs_ig: tuple[float, float, float]  # attention − integrated gradients, paired over inputs
+    alti_vs_ig: tuple[float, float, float]  # alti rollout − integrated gradients, paired
+    norm_rollout_cost: tuple[float, float, float]  # norm − norm rollout, paired
+    vz_rank: int  # the rank of Value Zeroing's rollout by gain (1 = the best)
+    methods: int  # methods scored
     closest: str  # the map closest to VZ in every layer, or "" if none is
     alti_least_layers: int  # layers where ALTI agrees least with VZ
     layers: int
 
 
 def scoreboard(deletion: pd.DataFrame, areas: pd.DataFrame, agreement: pd.DataFrame, depth: int) -> ScoreboardReading:
+    """deletion: `Scoreboard.deletion` (with its paired differences with the best); areas: `.areas`."""
     scored = deletion[deletion["method"] != "random"].reset_index(drop=True)
     best, worst = scored.iloc[0], scored.iloc[-1]
-    tied = tuple(scored.loc[scored["gain_high"] >= best["gain"], "method"])
+    close = scored.iloc[1:][scored.iloc[1:]["vs_best_high"] >= 0]
+    unseparated = tuple(close["method"])
+    close_text = _listed([f"{m} ({d:+.3f}, {lo:+.3f} to {hi:+.3f})" for m, d, lo, hi in close[
+        ["method", "vs_best", "vs_best_low", "vs_best_high"]].itertuples(index=False)]) if len(close) else "none"
     wide = areas.pivot(index="input", columns="method", values="area")
     by_layer = agreement.pivot(index="layer", columns="method", values="spearman")
     closest = by_layer.idxmax(axis=1)
     cost = mean_interval((wide["attention"] - wide["attention rollout"]).to_numpy())
     alti_gain = mean_interval((wide["alti rollout"] - wide["attention rollout"]).to_numpy())
+    ig = wide["integrated gradients"]
     return ScoreboardReading(
         len(wide), depth, float(deletion.set_index("method").loc["random", "area"]), best["method"],
-        float(best["gain"]), float(best["gain_low"]), float(best["gain_high"]), tied, _listed(tied), worst["method"],
+        float(best["gain"]), float(best["gain_low"]), float(best["gain_high"]), unseparated, close_text,
+        worst["method"],
         float(worst["gain"]), float(worst["gain_low"]), float(worst["gain_high"]), bool((scored["gain_low"] > 0).all()),
         dict(zip(scored["method"], scored["gain"].astype(float))),
         cost, alti_gain,
         {m: (float(by_layer[m].min()), float(by_layer[m].max())) for m in by_layer.columns},
         *(f"{by_layer[m].min():.2f}–{by_layer[m].max():.2f}" for m in ("norm", "block", "attention", "alti")),
         "{:.3f} (paired interval {:.3f}–{:.3f})".format(*cost),
-        alti_gain[0], {"attention", "integrated gradients", "alti rollout"} <= set(tied),
+        alti_gain[0], mean_interval((wide["attention"] - ig).to_numpy()),
+        mean_interval((wide["alti rollout"] - ig).to_numpy()),
+        mean_interval((wide["norm"] - wide["norm rollout"]).to_numpy()),
+        int(scored.index[scored["method"] == "value_zeroing rollout"][0]) + 1, len(scored),
         closest.iloc[0] if (closest == closest.iloc[0]).all() else "",
         int((by_layer.idxmin(axis=1) == "alti").sum()), len(by_layer))
 
@@ -246,12 +259,18 @@ FINDINGS = {  # the papers' findings in words (none of their numbers was checked
                         "bi-encoder (TAS-B)",
     "Kobayashi et al. 2021": "with the residual and the LayerNorm counted, a token's output draws far less on "
                              "other tokens than its attention weights suggest",
-    "Ferrando et al. 2022": "ALTI (the whole block, L1 distances) aggregated over layers agrees with gradient "
-                            "attribution better than raw attention, its rollout or the norm-based maps",
-    "Mohebbi et al. 2023": "Value Zeroing maps the context mixing of the whole layer; they set it against "
-                           "attention, norm-based maps and ALTI layer by layer",
+    "Ferrando et al. 2022": "ALTI (the whole block, L1 distances) aggregated over layers; in their token-deletion "
+                            "test it ranks tokens more faithfully than gradient methods, raw attention, its rollout "
+                            "and the norm-based maps",
+    "Mohebbi et al. 2023": "Value Zeroing maps the context mixing of the whole layer; they report its rollout as more "
+                           "faithful than attention, norm-based maps and ALTI",
 }
 IN_WORDS = " (in words: not checked against the paper's tables)"
+
+
+def _verdict(paired: tuple[float, float, float]) -> str:
+    """"ahead", "behind" or "not separable" by a paired (mean, low, high)."""
+    return "ahead" if paired[1] > 0 else "behind" if paired[2] < 0 else "not separable"
 
 
 def paper_vs_run(scanned: ScanReading, checked: ControlsReading, board: ScoreboardReading) -> pd.DataFrame:
@@ -266,13 +285,15 @@ def paper_vs_run(scanned: ScanReading, checked: ControlsReading, board: Scoreboa
         "Kobayashi et al. 2021": f"the whole block agrees with Value Zeroing at {board.agreement['block'][0]:.2f}-"
                                  f"{board.agreement['block'][1]:.2f} per layer, head-mean attention at "
                                  f"{board.agreement['attention'][0]:.2f}-{board.agreement['attention'][1]:.2f}",
-        "Ferrando et al. 2022": f"deletion: ALTI rollout beats attention rollout by "
+        "Ferrando et al. 2022": f"deletion: ALTI rollout against integrated gradients {board.alti_vs_ig[0]:+.3f} "
+                                f"(paired {board.alti_vs_ig[1]:+.3f} to {board.alti_vs_ig[2]:+.3f}: "
+                                f"{_verdict(board.alti_vs_ig)}); it beats attention rollout by "
                                 f"{board.alti_over_attention_rollout[0]:.3f} (paired); its layer maps agree with "
                                 f"Value Zeroing at {low:.2f}-{high:.2f}",
-        "Mohebbi et al. 2023": f"the weighted-value norms agree most with Value Zeroing "
-                               f"({board.agreement['norm'][0]:.2f}-{board.agreement['norm'][1]:.2f}); its rollout's "
-                               f"deletion gain is {board.gains['value_zeroing rollout']:.3f}, {board.best}'s "
-                               f"{board.best_gain:.3f}",
+        "Mohebbi et al. 2023": f"its rollout ranks {board.vz_rank} of {board.methods} by deletion gain "
+                               f"({board.gains['value_zeroing rollout']:.3f}; {board.best}'s {board.best_gain:.3f}); "
+                               f"the weighted-value norms agree most with Value Zeroing "
+                               f"({board.agreement['norm'][0]:.2f}-{board.agreement['norm'][1]:.2f})",
     }
     return pd.DataFrame({"paper": list(FINDINGS), "their finding" + IN_WORDS: list(FINDINGS.values()),
                          "this run": [run[p] for p in FINDINGS]})

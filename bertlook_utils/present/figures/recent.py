@@ -34,9 +34,12 @@ MEASURES = {  # column -> axis label, for the per-layer variant figures and the 
     "swapped": "sink mass on the swapped position", "sep": "sink mass on the separators",
     "added": "sink mass on the added tokens", "added_max": "on the added token that draws most",
     "other": "sink mass per ordinary token", "ordinary_change": "ordinary tokens' change (1 − cos)",
-    "sink_mass": "sink mass on BOS", "sink_rate": "sink rate on BOS", "activation_ratio": "largest max/median |h|",
+    "sink_mass": "sink mass on BOS", "sink_rate": "sink rate on BOS",
+    "activation_ratio": "largest max/median |x| before the LayerNorm",
     "accuracy": "accuracy (all positions)", "query_accuracy": "accuracy at the queries",
-    "empty_mass": "weight on the empty slot",
+    "empty_mass": "weight left unspent", "ffn_max": "largest feed-forward output",
+    "ffn_kurtosis": "kurtosis of the feed-forward output", "gate": "gate on rows with nothing to do",
+    "gate_query": "gate on query rows",
 }
 
 
@@ -136,32 +139,51 @@ def _state_label(layer: int) -> str:
     return "emb." if layer == 0 else str(layer)
 
 
-def massive_activations(result: MassiveActivations):
-    """Per hidden state (0 = the embeddings; `MassiveActivations.by_layer`): the largest magnitude against the
-    median (the ratio, 95 % interval over inputs) beside Sun et al.'s relative criterion (1,000 times), each point
-    labelled with the (token kind, dimension) that most often carries an input's largest value and how often; and
-    the largest magnitude beside their absolute threshold (100), both on log scales."""
+SITE_STYLES = {  # how each reading site of `massive.SITES` is drawn: colour, marker, line style, label
+    "pre_norm": (PALETTE["cls"], "o", "-", "before the LayerNorm (the residual sum)"),
+    "ffn": (PALETTE["prev"], "s", "--", "feed-forward output"),
+    "output": (PALETTE["uniform"], "^", ":", "after the LayerNorm (the hidden state)"),
+}
+
+
+def massive_activations(found: Mapping[str, MassiveActivations] | MassiveActivations,
+                        cap: Sequence[float] | None = None):
+    """Left, for the first site of `found` (site -> `massive.massive_activations`, or one result): per state (0 =
+    the embeddings) the largest magnitude against the median (95 % interval over inputs) beside Sun et al.'s
+    relative criterion (1,000 times), each point labelled with the (token kind, dimension) that most often carries
+    an input's largest value and how often. Right, for every site: the largest magnitude beside their absolute
+    threshold (100) and, when given, the LayerNorm's `cap` (`massive.layernorm_cap`); log scales."""
+    found = found if isinstance(found, Mapping) else {found.site: found}
+    first_site, result = next(iter(found.items()))
     table = result.by_layer()
     x = table["layer"].to_numpy()
-    fig, axes = plt.subplots(1, 2, figsize=(10.8, 4.0), width_ratios=(1.4, 1))
+    fig, axes = plt.subplots(1, 2, figsize=(10.8, 4.2), width_ratios=(1.3, 1))
     ax = axes[0]
+    colour, marker, _, name = SITE_STYLES.get(first_site, (PALETTE["cls"], "o", "-", first_site))
     ax.errorbar(x, table["ratio"], yerr=[table["ratio"] - table["ratio_low"], table["ratio_high"] - table["ratio"]],
-                marker="o", color=PALETTE["cls"], capsize=3, label="max |h| ÷ median |h| (mean over inputs)")
+                marker=marker, color=colour, capsize=3, label=f"max ÷ median, {name}")
     ax.axhline(RELATIVE, color=PALETTE["paper"], ls="--", lw=1.2, label=f"Sun et al.: ×{RELATIVE:,.0f} the "
-               f"median (left), |h| > {ABSOLUTE:,.0f} (right)")
+               f"median (left), > {ABSOLUTE:,.0f} (right)")
     for layer, ratio, kind, dimension, share in table[["layer", "ratio", "top_kind", "top_dimension",
                                                        "top_share"]].itertuples(index=False):
         ax.annotate(f"{LABELS.get(kind, kind)} {dimension}\n{share:.0%}", (layer, ratio), xytext=(0, 8),
                     textcoords="offset points", ha="center", va="bottom", fontsize=9)
-    ax.set(yscale="log", xlabel="hidden state", ylabel="max |h| ÷ median |h|", ylim=(1, RELATIVE * 2.5),
-           title="largest value against the median\n(labels: token and dimension of the largest value)")
+    ax.set(yscale="log", xlabel="layer (0: embeddings)", ylabel="max |x| ÷ median |x|", ylim=(1, RELATIVE * 3),
+           title=f"largest value against the median, {name.split(' (')[0]}\n(labels: its token and dimension)")
     ax = axes[1]
-    ax.plot(x, table["maximum"], marker="o", color=PALETTE["cls"], label="largest |h| (mean over inputs)")
-    ax.plot(x, table["median"], marker="o", color=PALETTE["uniform"], label="median |h| (mean over inputs)")
+    lows = []
+    for site, each in found.items():
+        colour, marker, style, name = SITE_STYLES.get(site, (PALETTE["other"], "o", "-", site))
+        rows = each.by_layer()
+        ax.plot(rows["layer"], rows["maximum"], marker=marker, ls=style, color=colour, label=f"largest |x|, {name}")
+        lows.append(float(rows["maximum"].min()))
+    if cap is not None:
+        ax.plot(x, [cap[layer] for layer in x], color=PALETTE["other"], lw=1, ls="-.", marker="_",
+                label="the most a LayerNorm can output")
     ax.axhline(ABSOLUTE, color=PALETTE["paper"], ls="--", lw=1.2)
-    low = min(float(table["median"].min()), 1.0) / 2
-    ax.set(yscale="log", xlabel="hidden state", ylabel="|h|", ylim=(low, ABSOLUTE * 2.5),
-           title=f"magnitudes (dashed: Sun et al.'s {ABSOLUTE:,.0f})")
+    ax.set(yscale="log", xlabel="layer (0: embeddings)", ylabel="|x| (mean over inputs)",
+           ylim=(min(lows + [1.0]) / 2, ABSOLUTE * 4),
+           title=f"largest magnitude (dashed: Sun et al.'s {ABSOLUTE:,.0f})")
     for ax in axes:
         ax.set_xticks(x, [_state_label(layer) for layer in x])
         ax.margins(x=0.08)
