@@ -261,6 +261,7 @@ def test_registers_read_what_the_added_tokens_take():
     assert (reading.added_max, reading.added_max_kind) == (pytest.approx(0.035), "sep")
     assert reading.added_one_max == pytest.approx(0.011)
     assert (reading.change_max, reading.change_max_kind) == (0.006, "sep")
+    assert (reading.added_elsewhere_max, reading.added_elsewhere_layer) == (0.06, 1)  # layer 1, "unused"
     assert reading.other == 0.004
 
 
@@ -374,6 +375,7 @@ def test_paper_vs_run_marks_every_finding_as_words_and_renders_this_run():
     assert "layer 1, cls dimension 99: 220, 500 times" in run["Sun et al. 2024"]
     assert "1,100 times" in run["Sun et al. 2024"] and "0.30 -> 0.10" in run["Sun et al. 2024"]
     assert "keeps 100%" in run["Xiao et al. 2024"]
+    assert "0.010 of the attention together in layers 2-2 (layer 1: 0.010)" in run["Darcet et al. 2024"]
     assert run["Bondarenko et al. 2023"].endswith(
         "softmax parks on BOS in every seed; clipped softmax (alpha 4) leaves rows empty and fails to learn in some "
         "seeds; the gate is low on rows with nothing to do and high on queries")

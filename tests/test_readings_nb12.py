@@ -126,12 +126,23 @@ def test_paper_vs_run_states_where_this_run_departs_from_ferrando_and_mohebbi():
     curves[1, SCORED.index("alti rollout")] += 0.01  # paired with integrated gradients: +0.0025, interval holds 0
     board = Scoreboard(curves, np.full((n, 2, 5, 5), 0.5), depth, n_random)
     reading = nb12.scoreboard(board.deletion(), board.areas(), board.agreement(), depth)
-    table = nb12.paper_vs_run(nb12.scan(_scan(), [("head", 1, 0)]), nb12.controls(_controls()), reading)
+    rows = nb12.one_sentence({name: np.eye(3)[None].repeat(2, 0) * share for name, share in
+                              (("attention", 0.1), ("norm", 0.2), ("block", 0.7))}, layer=2)
+    vig = _scan()[lambda f: f["kind"] == "head"][["layer", "head"]]
+    vig = vig.assign(**{p: np.arange(4.0) for p in VIG_COLUMNS}).assign(identical=[0.0, 0.1, 0.2, 0.9])
+    looked = nb12.patterns(vig, _scan(), [("head", 1, 0)])
+    table = nb12.paper_vs_run(nb12.scan(_scan(), [("head", 1, 0)]), nb12.controls(_controls()), reading, rows,
+                              looked)
+    assert table.set_index("paper").loc["Chen et al. 2024", "this run"].endswith(
+        "unlike their early duplicate-token heads, the identical-words head 1-2 restores -0.080 (rank 4 of 4)")
     assert list(table["paper"]) == list(nb12.FINDINGS)
     run = dict(zip(table["paper"], table["this run"]))
     assert "against integrated gradients +0.003" in run["Ferrando et al. 2022"]
     assert "not separable" in run["Ferrando et al. 2022"]
     assert run["Mohebbi et al. 2023"].startswith(f"its rollout ranks 4 of {len(SCORED)} by deletion gain")
     assert "token-deletion test" in nb12.FINDINGS["Ferrando et al. 2022"]
+    assert run["Kobayashi et al. 2021"].startswith(
+        "a token's own share, one sentence, layer 2: attention 0.10, norm 0.20, with the residual and the LayerNorm "
+        "(block) 0.70; on which tokens mix")
     assert [nb12._verdict(p) for p in ((0.1, 0.05, 0.2), (-0.1, -0.2, -0.05), (0.0, -0.1, 0.1))] == [
         "ahead", "behind", "not separable"]

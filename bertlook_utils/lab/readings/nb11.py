@@ -396,6 +396,8 @@ class RegisterReading:
     added_max: float  # the largest mean (over the middle layers) mass on the added tokens together, over kinds
     added_max_kind: str
     added_one_max: float  # the largest mean mass on the single added token that draws most
+    added_elsewhere_max: float  # the largest mass on the added tokens together in a layer outside the middle ones
+    added_elsewhere_layer: int  # which layer (0 when every layer is a middle one)
     other: float  # the mean mass per ordinary token, unedited
     change_max: float  # the largest ordinary-token change over kinds and all layers
     change_max_kind: str
@@ -411,11 +413,15 @@ def registers(frame: pd.DataFrame, middle: Sequence[int]) -> RegisterReading:
     added = mean.loc[kinds]
     changed = frame[frame["variant"] != "original"]
     top = changed.loc[changed["ordinary_change"].idxmax()]
+    outside = changed[~changed["layer"].isin(middle)]
+    elsewhere = outside.loc[outside["added"].idxmax()] if len(outside) else None
     original = float(mean.loc["original", "first"])
     return RegisterReading(
         middle=tuple(middle), kinds=tuple(kinds), original=original, first_min=float(added["first"].min()),
         first_kept=float(added["first"].min() / original), added_max=float(added["added"].max()),
         added_max_kind=str(added["added"].idxmax()), added_one_max=float(added["added_max"].max()),
+        added_elsewhere_max=float(elsewhere["added"]) if elsewhere is not None else float("nan"),
+        added_elsewhere_layer=int(elsewhere["layer"]) if elsewhere is not None else 0,
         other=float(mean.loc["original", "other"]), change_max=float(top["ordinary_change"]),
         change_max_kind=str(top["variant"]))
 
@@ -636,8 +642,9 @@ def paper_vs_run(profile_reading: ProfileReading, bias: KeyBiasReading, big: Sit
         "Xiao et al. 2024": f"position 0 keeps {place.stand_in_kept:.0%} of its sink mass whatever it reads; with "
                             f"[CLS] swapped in, position 0 {place.swap_first:.2f}, [CLS]'s content "
                             f"{place.swap_content:.2f} (middle layers)",
-        "Darcet et al. 2024": f"added tokens take at most {extra.added_max:.3f} of the attention together; position 0 "
-                              f"keeps {extra.first_kept:.0%}",
+        "Darcet et al. 2024": f"added tokens take at most {extra.added_max:.3f} of the attention together in layers "
+                              f"{extra.middle[0]}-{extra.middle[-1]} (layer {extra.added_elsewhere_layer}: "
+                              f"{extra.added_elsewhere_max:.3f}); position 0 keeps {extra.first_kept:.0%}",
         "Bondarenko et al. 2023": "toy (in words: its numbers depend on the CPU it trained on): "
                                   + "; ".join(_toy_words(toy_reading)),
     }

@@ -273,7 +273,8 @@ def _verdict(paired: tuple[float, float, float]) -> str:
     return "ahead" if paired[1] > 0 else "behind" if paired[2] < 0 else "not separable"
 
 
-def paper_vs_run(scanned: ScanReading, checked: ControlsReading, board: ScoreboardReading) -> pd.DataFrame:
+def paper_vs_run(scanned: ScanReading, checked: ControlsReading, board: ScoreboardReading,
+                 rows: MapsReading, looked: PatternsReading) -> pd.DataFrame:
     """One row per paper: its finding in words (FINDINGS, marked as such) and this run's, rendered from the
     readings."""
     low, high = board.agreement["alti"]
@@ -281,8 +282,13 @@ def paper_vs_run(scanned: ScanReading, checked: ControlsReading, board: Scoreboa
         "Chen et al. 2024": f"one swapped noun: the chosen heads ({', '.join(scanned.chosen)}) restore "
                             f"{checked.chosen_share:.2f} of the gap on other pairs, random sets of as many heads "
                             f"{checked.random_share:.2f}, other heads of their layers {checked.neighbour_share:.2f}; "
-                            f"{scanned.attention_top} alone {scanned.attention_share:.2f}",
-        "Kobayashi et al. 2021": f"the whole block agrees with Value Zeroing at {board.agreement['block'][0]:.2f}-"
+                            f"{scanned.attention_top} alone {scanned.attention_share:.2f}; unlike their early "
+                            f"duplicate-token heads, the identical-words head {looked.identical_head} restores "
+                            f"{looked.identical_share:.3f} (rank {looked.identical_rank} of {looked.heads})",
+        "Kobayashi et al. 2021": f"a token's own share, one sentence, layer {rows.layer}: attention "
+                                 f"{rows.own['attention']:.2f}, norm {rows.own['norm']:.2f}, with the residual and the "
+                                 f"LayerNorm (block) {rows.own['block']:.2f}; on which tokens mix, the block agrees "
+                                 f"with Value Zeroing at {board.agreement['block'][0]:.2f}-"
                                  f"{board.agreement['block'][1]:.2f} per layer, head-mean attention at "
                                  f"{board.agreement['attention'][0]:.2f}-{board.agreement['attention'][1]:.2f}",
         "Ferrando et al. 2022": f"deletion: ALTI rollout against integrated gradients {board.alti_vs_ig[0]:+.3f} "
