@@ -334,7 +334,8 @@ def sink_profile_result(eps: float = 0.3) -> sinkposition.SinkProfile:
 def sink_heads_result(n: int = 3) -> sinkheads.SinkHeads:
     """`heads.sink_heads`: every measure per input [n, L, H]."""
     values = {name: rng.normal(size=(n, L, H)) for name in sinkheads.GEOMETRY}
-    return sinkheads.SinkHeads(values | {"sink_mass": rng.random((n, L, H)), "update_ratio": rng.random((n, L, H)) / 5})
+    return sinkheads.SinkHeads(values | {"sink_mass": rng.random((n, L, H)), "update_ratio": rng.random((n, L, H)) / 5,
+                                         "row_switch": rng.uniform(-1, 1, (n, L, H))})
 
 
 def massive_result(n: int = 3) -> massive.MassiveActivations:

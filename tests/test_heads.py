@@ -145,6 +145,11 @@ CASES = {
                                                            torch.full((1, TINY[1], 3, 3), 1 / 3),
                                                            torch.ones(1, 3, dtype=torch.bool), TINY[1]),
         TINY[0], None),
+    "analyses.sinks.heads.row_updates": (
+        lambda layer, head, tiny: sink_heads.row_updates(tiny.model, layer, hidden_of(tiny),
+                                                         torch.full((1, TINY[1], 3, 3), 1 / 3),
+                                                         torch.ones(1, 3, dtype=torch.bool), TINY[1]),
+        TINY[0], None),
     "analyses.sinks.massive.layernorm": (lambda layer, head, tiny: massive.layernorm(tiny.model, layer), TINY[0], None),
     "lab.readings.nb04.strongest_targets": (
         lambda layer, head, tiny: nb04.strongest_targets(encoded(), layer, head, "[CLS]"), L, H),

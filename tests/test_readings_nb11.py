@@ -266,9 +266,10 @@ def test_registers_read_what_the_added_tokens_take():
 
 
 # -- §6 the no-op ------------------------------------------------------------------------------------------
-def no_op_table(mass, update) -> pd.DataFrame:
+def no_op_table(mass, update, switch=None) -> pd.DataFrame:
+    switch = [-0.5] * len(mass) if switch is None else switch
     return pd.DataFrame({"layer": [1] * len(mass), "head": range(1, len(mass) + 1), "sink_mass": mass,
-                         "update_ratio": update})
+                         "update_ratio": update, "row_switch": switch})
 
 
 def test_no_op_reads_sink_heads_against_the_others():
@@ -281,6 +282,10 @@ def test_no_op_reads_sink_heads_against_the_others():
     assert (reading.top_head, reading.top_mass, reading.top_update) == ("1-5", 0.7, 0.3)
     assert reading.top_rank == 3  # 0.5 and 0.4 write more
     assert (reading.rho, reading.rho_low, reading.rho_high) == (0.1, -0.2, 0.4)
+    switched = nb11.no_op(no_op_table([0.1, 0.2, 0.5, 0.6, 0.7], [0.2, 0.4, 0.1, 0.5, 0.3],
+                                      [0.9, 0.9, -0.9, -0.5, 0.1]), 0.1, (-0.2, 0.4), eps=0.3)
+    assert switched.row_median == -0.5 and switched.row_negative == pytest.approx(2 / 3)  # the 3 sink heads only
+    assert switched.row_low == pytest.approx(-0.82) and switched.row_high == pytest.approx(-0.02)
 
 
 def test_no_op_chooses_the_sink_heads_on_other_inputs():

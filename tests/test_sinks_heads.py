@@ -10,6 +10,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 from transformers import (AutoTokenizer, BertConfig, BertModel, DistilBertConfig, DistilBertModel, ElectraConfig,
                           ElectraModel, RobertaConfig, RobertaModel)
 
@@ -228,7 +229,7 @@ def test_a_distilbert_end_to_end_matches_per_input_computations(tmp_path):
     encoder = Encoder("tiny-distil", model, tokenizer(), None, 64)
     result = heads.sink_heads(encoder, TEXTS * 2, batch_size=3, cache_dir=tmp_path)  # padded batches, cached
     again = heads.sink_heads(encoder, TEXTS * 2, batch_size=4, cache_dir=tmp_path)
-    assert set(result.values) == {*heads.KEY_BIAS, "update_ratio"}
+    assert set(result.values) == {*heads.KEY_BIAS, "update_ratio", "row_switch"}
     for name, value in result.values.items():
         assert value.shape == (4, 2, 2) and np.isfinite(value).all()
         np.testing.assert_allclose(again.values[name], value)
@@ -244,11 +245,33 @@ def test_a_distilbert_end_to_end_matches_per_input_computations(tmp_path):
             terms = norms.decompose_layer(model, layer, out.hidden_states[layer][0], torch.from_numpy(enc.attn[layer]),
                                           2)
             written = torch.einsum("hij,hjd->hid", torch.from_numpy(enc.attn[layer]).double(), terms.vectors)
-            ratio = (written.norm(dim=-1) / terms.residual.norm(dim=-1))[:, ordinary].mean(-1)
-            np.testing.assert_allclose(result.values["update_ratio"][i, layer], ratio.numpy(), rtol=1e-5)
+            per_row = (written.norm(dim=-1) / terms.residual.norm(dim=-1))[:, ordinary]  # [H, ordinary rows]
+            np.testing.assert_allclose(result.values["update_ratio"][i, layer], per_row.mean(-1).numpy(), rtol=1e-5)
+            on_sink = enc.attn[layer][:, ordinary, 0]  # each ordinary row's weight on [CLS]
+            rho = [stats.spearmanr(on_sink[h], per_row[h].numpy()).statistic for h in range(2)]
+            np.testing.assert_allclose(result.values["row_switch"][i, layer], rho, atol=1e-6)
     low, high = result.rank_interval(n_boot=50)
     assert -1 <= low <= high <= 1
     assert -1 <= result.rank_correlation("margin", "sink_mass") <= 1
+
+
+def test_row_switch_ranks_rows_within_each_head_and_input():
+    weights = torch.tensor([[[0.1, 0.5, 0.3, 0.9, 0.2], [0.1, 0.2, 0.3, 0.4, 0.5]]], dtype=torch.float64)  # [1, 2, 5]
+    updates = torch.stack([1 - weights[0, 0], weights[0, 1] ** 2])[None]  # head 1: reversed ranks; head 2: same
+    rows = torch.tensor([[False, True, True, True, True]])  # row 0 left out
+    rho = heads.row_switch(weights, updates, rows)
+    assert rho.shape == (1, 2) and rho[0, 0] == pytest.approx(-1.0) and rho[0, 1] == pytest.approx(1.0)
+    scrambled = updates.clone()
+    scrambled[0, 0] = torch.tensor([5.0, 1.0, 3.0, 2.0, 4.0])
+    expected = stats.spearmanr([0.5, 0.3, 0.9, 0.2], [1.0, 3.0, 2.0, 4.0]).statistic  # over rows 1-4 only
+    assert heads.row_switch(weights, scrambled, rows)[0, 0] == pytest.approx(expected)
+    ties = heads.row_switch(torch.tensor([[[0.2, 0.2, 0.5, 0.7]]]), torch.tensor([[[1.0, 2.0, 3.0, 4.0]]]),
+                            torch.ones(1, 4, dtype=torch.bool))
+    assert ties[0, 0] == pytest.approx(stats.spearmanr([0.2, 0.2, 0.5, 0.7], [1, 2, 3, 4]).statistic)
+    few = heads.row_switch(weights, updates, torch.tensor([[True, True, False, False, False]]))
+    assert torch.isnan(few).all()  # two rows: no rank correlation
+    with pytest.raises(ValueError, match="must agree"):
+        heads.row_switch(weights, updates[..., :4], rows)
 
 
 def test_rank_correlation_over_heads():

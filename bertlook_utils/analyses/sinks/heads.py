@@ -23,6 +23,10 @@ A key bias b_K adds q_i · b_K to every logit of row i, so it cancels in the sof
 out), over the norm of the residual stream there (x_i, the layer's input), averaged over ordinary tokens (real,
 not [CLS]/[SEP]/"."/",", not the sink position).
 
+`row_switch` (section 6): within one head and input, Spearman's rank correlation over the ordinary tokens' rows
+between a row's weight on the sink and what the head writes there (the row's update ratio): negative when the
+rows that park on the sink are the rows that write little, the no-op working row by row.
+
 `sink_heads` runs both per input (cached block by block, as every pass) and returns `SinkHeads`: per-input arrays
 [N, L, H] and per-head tables. Layers and heads are 1-indexed in every table and argument.
 """
@@ -49,7 +53,7 @@ from ..norms import head_vectors
 
 GEOMETRY = ("key_ratio", "cos_sink", "cos_other", "margin", "margin_direction", "margin_length")
 KEY_BIAS = (*GEOMETRY, "sink_mass")
-NO_OP = ("sink_mass", "update_ratio")
+NO_OP = ("sink_mass", "update_ratio", "row_switch")
 PROJECTION_NAMES = (("query", "key"), ("q_lin", "k_lin"))  # BERT, RoBERTa, ELECTRA; DistilBERT
 
 
@@ -170,9 +174,16 @@ def key_geometry(queries: torch.Tensor, keys: torch.Tensor, valid: torch.Tensor 
 
 def update_ratios(model: nn.Module, layer: int, hidden: torch.Tensor, attn: torch.Tensor, tokens: torch.Tensor,
                   n_heads: int) -> torch.Tensor:
-    """Per input and head, the mean over `tokens` (bool [B, T]) of |Σ_j α^h_ij f^h(x_j)| / |x_i|: hidden [B, T, D]
-    (the input of layer `layer`, 1-indexed), attn [B, H, T, T] (0 on padded keys) -> float64 [B, H] (NaN for an
-    input without such a token). f^h: `norms.head_vectors` (b_V included, b_O not)."""
+    """Per input and head, the mean over `tokens` (bool [B, T]) of `row_updates`: -> float64 [B, H] (NaN for an
+    input without such a token)."""
+    return _row_mean(row_updates(model, layer, hidden, attn, tokens, n_heads), tokens)
+
+
+def row_updates(model: nn.Module, layer: int, hidden: torch.Tensor, attn: torch.Tensor, tokens: torch.Tensor,
+                n_heads: int) -> torch.Tensor:
+    """Per input, head and row i, |Σ_j α^h_ij f^h(x_j)| / |x_i|: hidden [B, T, D] (the input of layer `layer`,
+    1-indexed), attn [B, H, T, T] (0 on padded keys), tokens bool [B, T] (the rows wanted, for the shape check) ->
+    float64 [B, H, T]. f^h: `norms.head_vectors` (b_V included, b_O not)."""
     check_index(layer, len(intervene.encoder_layers(model)), "layer")
     batch, width = hidden.shape[:2] if hidden.ndim == 3 else (None, None)
     if attn.shape != (batch, n_heads, width, width) or tokens.shape != (batch, width):
@@ -181,13 +192,35 @@ def update_ratios(model: nn.Module, layer: int, hidden: torch.Tensor, attn: torc
     f = head_vectors(model, layer - 1, hidden, n_heads)  # [B, H, T, D]
     written = torch.matmul(attn.to(f.dtype), f).double().norm(dim=-1)  # [B, H, T]
     residual = hidden.double().norm(dim=-1)[:, None, :]
-    return _row_mean(written / residual.clamp_min(torch.finfo(torch.float64).tiny), tokens)
+    return written / residual.clamp_min(torch.finfo(torch.float64).tiny)
+
+
+def row_switch(weights: torch.Tensor, updates: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Spearman's rank correlation over the rows marked in `rows` (bool [B, T]) between `weights` and `updates`
+    (each [B, H, T]: a row's weight on the sink, what the head writes there) -> float64 [B, H]; NaN where fewer
+    than 3 rows are marked or a measure is constant over them. Ties take their average rank."""
+    if weights.shape != updates.shape or weights.shape[::2] != rows.shape:
+        raise ValueError(f"weights and updates [B, H, T] and rows [B, T] must agree, got {tuple(weights.shape)}, "
+                         f"{tuple(updates.shape)} and {tuple(rows.shape)}")
+    out = torch.full(weights.shape[:2], float("nan"), dtype=torch.float64)
+    for b in range(len(rows)):
+        picked = rows[b].nonzero().ravel()
+        if len(picked) < 3:
+            continue
+        x = stats.rankdata(weights[b][:, picked].double().cpu().numpy(), axis=-1)
+        y = stats.rankdata(updates[b][:, picked].double().cpu().numpy(), axis=-1)
+        x, y = x - x.mean(-1, keepdims=True), y - y.mean(-1, keepdims=True)
+        with np.errstate(all="ignore"):
+            rho = (x * y).sum(-1) / np.sqrt((x * x).sum(-1) * (y * y).sum(-1))
+        out[b] = torch.from_numpy(rho)
+    return out
 
 
 # -- the pass ---------------------------------------------------------------------------------------------
 class SinkHeadStats(RowReducer):
     """Per input [L, H] arrays: GEOMETRY (`key_geometry`), `sink_mass` (mean attention to the sink over the real
-    query rows) and `update_ratio` (`update_ratios` over the ordinary tokens)."""
+    query rows), `update_ratio` (`update_ratios` over the ordinary tokens) and `row_switch` (`row_switch` over
+    them)."""
 
     name = "sink_heads"
     needs_attention = False  # it needs the layer inputs too, so it runs the model itself
@@ -212,8 +245,11 @@ class SinkHeadStats(RowReducer):
             hidden = out.hidden_states[layer - 1]
             q, k, scaling = queries_keys(self.model, layer, hidden, self.n_heads)
             values = key_geometry(q, k, batch.valid, self.sink, scaling)
-            values["sink_mass"] = _row_mean(attn[rows, :, :, pos].double(), batch.valid)
-            values["update_ratio"] = update_ratios(self.model, layer, hidden, attn, ordinary, self.n_heads)
+            on_sink = attn[rows, :, :, pos].double()  # [B, H, T]: each row's weight on the sink
+            values["sink_mass"] = _row_mean(on_sink, batch.valid)
+            updates = row_updates(self.model, layer, hidden, attn, ordinary, self.n_heads)
+            values["update_ratio"] = _row_mean(updates, ordinary)
+            values["row_switch"] = row_switch(on_sink, updates, ordinary)
             for name, value in values.items():
                 per_layer.setdefault(name, []).append(value)
         self.add(**{name: torch.stack(value, 1).numpy() for name, value in per_layer.items()})  # [B, L, H]
@@ -221,8 +257,8 @@ class SinkHeadStats(RowReducer):
 
 @dataclass(frozen=True)
 class SinkHeads:
-    """`values`: name -> float64 [N, L, H], one row per input, for name in GEOMETRY, `sink_mass` and
-    `update_ratio`; `sink`: the sink position they were measured for (0 = [CLS] / <s>)."""
+    """`values`: name -> float64 [N, L, H], one row per input, for name in GEOMETRY, `sink_mass`, `update_ratio`
+    and `row_switch`; `sink`: the sink position they were measured for (0 = [CLS] / <s>)."""
 
     values: dict[str, np.ndarray]
     sink: int = 0
@@ -241,8 +277,8 @@ class SinkHeads:
         return head_frame(means)
 
     def no_op(self) -> pd.DataFrame:
-        """Section 6, one row per head: layer, head, `sink_mass`, `update_ratio` (means over inputs) and each one's
-        95 % t-interval over inputs (`*_low`, `*_high`; NaN with fewer than two inputs)."""
+        """Section 6, one row per head: layer, head, `sink_mass`, `update_ratio`, `row_switch` (means over inputs)
+        and each one's 95 % t-interval over inputs (`*_low`, `*_high`; NaN with fewer than two inputs)."""
         frame = head_frame(self._means(NO_OP))
         for name in NO_OP:
             flat = self.values[name].reshape(len(self.values[name]), -1)

@@ -446,11 +446,16 @@ class NoOpReading:
     top_mass: float  # its sink mass (in `chosen`)
     top_update: float  # its update ratio (in `table`)
     top_rank: int  # its rank by update ratio among all heads (1 = writes most)
+    row_median: float  # over the sink heads, the median of `row_switch` (a row's sink weight against its update)
+    row_low: float  # its 10th percentile over the sink heads
+    row_high: float  # its 90th percentile
+    row_negative: float  # share of the sink heads whose row_switch is below 0
 
 
 def no_op(table: pd.DataFrame, rho: float, interval: tuple[float, float], eps: float = EPS,
           chosen: pd.DataFrame | None = None) -> NoOpReading:
-    """table: `SinkHeads.no_op()` (the update ratios read from it); rho, interval: `rank_correlation()` and
+    """table: `SinkHeads.no_op()` (the update ratios and row switches read from it); rho, interval:
+    `rank_correlation()` and
     `rank_interval()` (update ratio against sink mass); chosen: another `no_op()` table, on other inputs, whose
     sink mass picks the sink heads and the top head (None: `table`'s own)."""
     chosen = table if chosen is None else chosen
@@ -463,13 +468,16 @@ def no_op(table: pd.DataFrame, rho: float, interval: tuple[float, float], eps: f
     sink_median = float(table.loc[sink, "update_ratio"].median())
     other_median = float(table.loc[~sink, "update_ratio"].median())
     rank = int((table["update_ratio"] > top_update).sum()) + 1
+    switch = table.loc[sink, "row_switch"]
     return NoOpReading(
         heads=len(table), sink_heads=int(sink.sum()), eps=float(eps), rho=float(rho),
         rho_low=float(interval[0]), rho_high=float(interval[1]), sink_median=sink_median,
         other_median=other_median, median_ratio=sink_median / other_median,
         sink_above_share=float((table.loc[sink, "update_ratio"] > other_median).mean()),
         top_head=head_label(int(top["layer"]), int(top["head"])), top_mass=float(top["sink_mass"]),
-        top_update=top_update, top_rank=rank)
+        top_update=top_update, top_rank=rank, row_median=float(switch.median()),
+        row_low=float(switch.quantile(0.1)), row_high=float(switch.quantile(0.9)),
+        row_negative=float((switch < 0).mean()))
 
 
 # -- §7 the toy -------------------------------------------------------------------------------------------
