@@ -52,15 +52,53 @@ def test_the_controls_say_whether_the_chosen_set_clears_the_random_ones():
     assert not nb12.controls(table).beats_neighbours
 
 
-def test_the_patterns_rank_the_identical_words_head_by_its_share():
+def _looked() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(scan, Vig scores): `_scan`'s four heads, 1-2 attending most to identical words, and four heads of a third
+    layer that restore least, tied on every pattern (enough heads for a within-layer interval)."""
     found = _scan()
     heads = found[found["kind"] == "head"][["layer", "head"]]
     vig = heads.assign(**{p: np.arange(4.0) for p in VIG_COLUMNS}).assign(identical=[0.0, 0.1, 0.2, 0.9])
     vig["identical_other"] = np.nan  # a pattern without rows is left out
+    more = pd.DataFrame({"layer": [3] * 4, "head": [1, 2, 3, 4]})
+    found = pd.concat([found, more.assign(component=["3-1", "3-2", "3-3", "3-4"], kind="head", share=-0.2,
+                                          low=-0.3, high=-0.1, pairs=9)], ignore_index=True)
+    vig = pd.concat([vig, more.assign(**{p: 9.0 for p in VIG_COLUMNS}).assign(identical=0.05, identical_other=np.nan)],
+                    ignore_index=True)
+    return found, vig
+
+
+def test_the_patterns_rank_the_identical_words_head_by_its_share():
+    found, vig = _looked()
     reading = nb12.patterns(vig, found, [("head", 1, 0)])
-    assert reading.identical_head == "1-2" and reading.identical_rank == 4  # the last of four by share
-    assert reading.chosen_identical_rank == 4 and "identical_other" not in reading.rho
-    assert reading.rho["next"] == pytest.approx(-1.0)  # shares fall as the planted scores rise
+    assert reading.identical_head == "1-2" and reading.identical_rank == 4  # above the third layer's heads only
+    assert reading.chosen_identical_rank == 8 and "identical_other" not in reading.rho
+    for rho, low, high in (reading.rho["next"], reading.within["next"]):  # shares fall as the planted scores rise
+        assert rho == pytest.approx(-1.0) and low <= rho <= high
+
+
+def test_the_patterns_read_within_layers_apart_from_across():
+    heads = pd.DataFrame({"layer": np.repeat([1, 2, 3], 4), "head": np.tile([1, 2, 3, 4], 3)})
+    share = np.tile([0.1, 0.2, 0.3, 0.4], 3) - 0.5 * heads["layer"]  # within a layer it rises with the score
+    labels = [f"{layer}-{head}" for layer, head in zip(heads["layer"], heads["head"])]
+    found = heads.assign(component=labels, kind="head", share=share, low=share - 0.1, high=share + 0.1, pairs=9)
+    vig = heads.assign(**{p: np.tile([1.0, 2.0, 3.0, 4.0], 3) + heads["layer"] for p in VIG_COLUMNS})
+    reading = nb12.patterns(vig, found, [("head", 0, 0)])
+    assert reading.within["next"][0] == pytest.approx(1.0) and reading.rho["next"][0] < 0  # layers mix across
+    assert reading.within_text.startswith("next 1.00") and "next -" in reading.rho_text
+    assert reading.within_said["next"] == "1.00, 1.00 to 1.00" and reading.rho_said["next"].startswith("-")
+
+
+def _copies() -> pd.DataFrame:
+    """A `termheads.copies` table: the first copy opens a larger gap, and the heads restore a little more of it."""
+    return pd.DataFrame({"copy": ["second copy", "first copy", "first - second"], "gap": [0.04, 0.08, np.nan],
+                         "share": [0.25, 0.3, 0.05], "low": [0.2, 0.22, -0.01], "high": [0.3, 0.38, 0.12],
+                         "pairs": 30})
+
+
+def test_the_copies_reading_names_each_row():
+    reading = nb12.copies(_copies())
+    assert (reading.pairs, reading.second_gap, reading.first_gap) == (30, 0.04, 0.08)
+    assert reading.first == (0.3, 0.22, 0.38) and reading.difference == (0.05, -0.01, 0.12)
 
 
 def test_the_scoreboard_reading_finds_the_ties_and_the_closest_map():
@@ -128,13 +166,14 @@ def test_paper_vs_run_states_where_this_run_departs_from_ferrando_and_mohebbi():
     reading = nb12.scoreboard(board.deletion(), board.areas(), board.agreement(), depth)
     rows = nb12.one_sentence({name: np.eye(3)[None].repeat(2, 0) * share for name, share in
                               (("attention", 0.1), ("norm", 0.2), ("block", 0.7))}, layer=2)
-    vig = _scan()[lambda f: f["kind"] == "head"][["layer", "head"]]
-    vig = vig.assign(**{p: np.arange(4.0) for p in VIG_COLUMNS}).assign(identical=[0.0, 0.1, 0.2, 0.9])
-    looked = nb12.patterns(vig, _scan(), [("head", 1, 0)])
+    found, vig = _looked()
+    looked = nb12.patterns(vig, found, [("head", 1, 0)])
     table = nb12.paper_vs_run(nb12.scan(_scan(), [("head", 1, 0)]), nb12.controls(_controls()), reading, rows,
-                              looked)
+                              looked, nb12.copies(_copies()))
+    assert "where it was absent, 0.30; attention 2 alone" in table.set_index("paper").loc["Chen et al. 2024",
+                                                                                             "this run"]
     assert table.set_index("paper").loc["Chen et al. 2024", "this run"].endswith(
-        "unlike their early duplicate-token heads, the identical-words head 1-2 restores -0.080 (rank 4 of 4)")
+        "unlike their early duplicate-token heads, the identical-words head 1-2 restores -0.080 (rank 4 of 8)")
     assert list(table["paper"]) == list(nb12.FINDINGS)
     run = dict(zip(table["paper"], table["this run"]))
     assert "against integrated gradients +0.003" in run["Ferrando et al. 2022"]

@@ -1,4 +1,6 @@
 """Term pairs from the real corpus, and the restored share on its controls."""
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,6 +24,18 @@ def test_a_pair_differs_in_one_word_and_aligns_every_token(encoder, pairs):
     assert pairs == termpairs.term_pairs(encoder.tokenizer, n=3, seed=0)  # seeded
     with pytest.raises(ValueError, match="n must be a positive integer"):
         termpairs.term_pairs(encoder.tokenizer, n=0)
+
+
+def test_the_first_copy_is_the_same_swap_one_step_earlier(encoder, pairs):
+    for pair in pairs:
+        earlier = termpairs.first_copy(pair)
+        differ = [i for i, (a, b) in enumerate(zip(earlier.base, earlier.relevant)) if a != b]
+        assert earlier.relevant == pair.base and differ == [earlier.position] != [pair.position]
+        assert earlier.base[earlier.position] == pair.replaced == earlier.replaced
+        assert pair.query not in [w.lower() for w in earlier.base]  # absent, then present once
+        assert len(encoder.prepare(list(earlier.base)).tokens) == len(encoder.prepare(list(pair.base)).tokens)
+    with pytest.raises(ValueError, match="found 2"):
+        termpairs.first_copy(dataclasses.replace(pairs[0], base=pairs[0].relevant))  # the term twice
 
 
 def test_the_self_patch_restores_nothing_and_the_last_layer_everything(encoder, pairs):
@@ -58,6 +72,10 @@ def test_the_scan_keeps_pairs_with_a_clear_gap_only(encoder, pairs, tmp_path):
     frame = termheads.scan(encoder, pairs, min_gap=float(np.sort(gaps)[1]), cache_dir=tmp_path, progress=False)
     assert len(frame) == encoder.n_layers * (encoder.n_heads + 2) and (frame["pairs"] == 2).all()
     assert frame["share"].is_monotonic_decreasing and (frame["low"] <= frame["share"]).all()
+    found, gaps = termheads.shares(encoder, pairs, [[("mlp", 0, None)]], progress=False)
+    clear = gaps >= np.sort(gaps)[1]
+    mlp = frame.set_index("component").loc["mlp 1", "share"]  # the ratio of sums over the clear pairs
+    assert mlp == pytest.approx((found[clear, 0] * gaps[clear]).sum() / gaps[clear].sum(), abs=1e-6)
     with pytest.raises(ValueError, match="only 0 of 3 pairs"):
         termheads.scan(encoder, pairs, min_gap=10.0, cache_dir=tmp_path, progress=False)
 
@@ -74,6 +92,21 @@ def test_the_confirmation_puts_the_chosen_heads_beside_their_controls(encoder, p
                           ("same-layer sets of 2 other heads (mean of 3)", "best same-layer set")):
         random = table.loc[control]
         assert random["low"] <= random["share"] <= random["high"] <= table.loc[best, "share"] + 1e-12
+
+
+def test_the_copies_put_the_first_copy_beside_the_second(encoder, pairs, tmp_path):
+    last = [("layer", encoder.n_layers - 1, None)]  # everything downstream: restores both gaps whole
+    table = termheads.copies(encoder, last, pairs, min_gap=0.0, cache_dir=tmp_path, progress=False)
+    gaps = np.stack([termheads.relevance(encoder, p)["gap"].to_numpy()
+                     for p in (pairs, [termpairs.first_copy(p) for p in pairs])])
+    clear = (gaps >= 0).all(0)  # a pair counts when both of its gaps are clear
+    assert list(table["copy"]) == ["second copy", "first copy", "first - second"]
+    assert (table["pairs"] == clear.sum()).all() and clear.sum() >= 2
+    np.testing.assert_allclose(table[["share", "low", "high"]].to_numpy()[:2], 1.0, atol=1e-4)
+    np.testing.assert_allclose(table[["share", "low", "high"]].to_numpy()[2], 0.0, atol=1e-4)
+    np.testing.assert_allclose(table["gap"].to_numpy()[:2], np.median(gaps[:, clear], 1), atol=1e-6)
+    with pytest.raises(ValueError, match="have both gaps of at least 10"):
+        termheads.copies(encoder, last, pairs, min_gap=10.0, cache_dir=tmp_path, progress=False)
 
 
 def test_same_layer_sets_match_the_chosen_heads_layers_and_leave_them_out(encoder):

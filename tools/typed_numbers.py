@@ -23,7 +23,8 @@ SIZE_NOUNS = ("segment", "head", "input", "sentence", "token", "wordpiece", "epo
               "template", "step", "weight", "seed", "article", "pair", "passage", "candidate", "example", "order",
               "story", "stories", "mention", "label", "dimension", "batch", "batches", "sample", "text", "document")
 PAPER_WORDS = ("Clark", "Kovaleva", "paper", "BERT-base", "bert-base", "Michel", "Vig", "Abnar", "Kobayashi",
-               "Budhraja", "Voita", "Wiseman", "Brunner", "Jain", "Serrano", "Ethayarajh", "Hewitt", "Manning")
+               "Budhraja", "Voita", "Wiseman", "Brunner", "Jain", "Serrano", "Ethayarajh", "Hewitt", "Manning",
+               "Gu et al")
 PROSE_CALLS = ("say",)  # takeaways and checks state a condition that the run checks
 _LINK_WORDS = r"(?!(?:for|a|an|the|of|in|on|to|at|by|with|from|that|than|is|are|was|per|and|or)\b)"
 _SIZE = re.compile(r"(?<![\w.,\-−+×/=<>≤≥^])(?!0\d)(\d[\d,]*(?:\.\d+)?)(?:\s*[-–]\s*\d[\d,]*)?\s+(?:"

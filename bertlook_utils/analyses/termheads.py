@@ -7,7 +7,9 @@ the base run (`patching.patched_outputs`) restores
 
     share = (relevance(patched base) − relevance(base)) / gap,
 
-0 when the set carries none of the difference, 1 when it carries all of it.
+0 when the set carries none of the difference, 1 when it carries all of it. Over many pairs the share is the ratio
+of sums, Σ restored / Σ gap (`ratios.ratio_interval`, a bootstrap over pairs): a mean of per-pair shares would
+let a pair with a small gap swing it.
 """
 from __future__ import annotations
 
@@ -20,14 +22,15 @@ import pandas as pd
 import torch
 
 from ..core.cache import DEFAULT_CACHE_DIR
-from ..core.intervals import mean_interval
+from ..core.ratios import ratio_difference_interval, ratio_interval
 from ..core.models import Encoder
-from ..data.termpairs import TermPair
+from ..data.termpairs import TermPair, first_copy
 from ..engine.extract import Batch, RowReducer, reduce
 from .patching import Component, every_component, patched_outputs
 
 SOURCES = ("relevant", "base")  # "base": the self-patch control, which must restore nothing
 MIN_GAP = 0.01  # a pair counts when the relevant passage beats the base by this much: a share of a gap near 0 is noise
+N_BOOT = 1000  # bootstrap resamples of the pairs for a share's interval
 
 
 @torch.inference_mode()
@@ -111,17 +114,26 @@ def component_label(component: Component) -> str:
     return f"{layer + 1}-{head + 1}" if kind == "head" else f"{kind} {layer + 1}"
 
 
-def scan(encoder: Encoder, pairs: Sequence[TermPair], min_gap: float = MIN_GAP, **options) -> pd.DataFrame:
-    """Every component patched alone (`patching.every_component`): one row each, `component`, `kind`, `layer`
-    (1-indexed), `head` (1-indexed, 0 for a block), `share` (mean over the pairs whose gap is at least `min_gap`)
-    with a 95 % t-interval, `pairs` (how many), sorted from the largest share."""
-    components = every_component(encoder)
-    found, gaps = shares(encoder, pairs, [[c] for c in components], **options)
+def _clear(shares: np.ndarray, gaps: np.ndarray, min_gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs whose gap is at least `min_gap`: (restored [P, K] = share × gap, gaps [P])."""
     clear = gaps >= min_gap
     if clear.sum() < 2:
         raise ValueError(f"only {clear.sum()} of {len(gaps)} pairs have a relevance gap of at least {min_gap}")
-    rows = [(component_label(c), c[0], c[1] + 1, 0 if c[2] is None else c[2] + 1,
-             *mean_interval(found[clear, i]), int(clear.sum())) for i, c in enumerate(components)]
+    return shares[clear] * gaps[clear, None], gaps[clear]
+
+
+def scan(encoder: Encoder, pairs: Sequence[TermPair], min_gap: float = MIN_GAP, seed: int = 0,
+         **options) -> pd.DataFrame:
+    """Every component patched alone (`patching.every_component`): one row each, `component`, `kind`, `layer`
+    (1-indexed), `head` (1-indexed, 0 for a block), `share` (Σ restored / Σ gap over the pairs whose gap is at
+    least `min_gap`) with a 95 % bootstrap interval over those pairs (`seed`), `pairs` (how many), sorted from the
+    largest share."""
+    components = every_component(encoder)
+    found, gaps = shares(encoder, pairs, [[c] for c in components], **options)
+    restored, gaps = _clear(found, gaps, min_gap)
+    share, low, high = ratio_interval(restored, gaps, N_BOOT, seed)
+    rows = [(component_label(c), c[0], c[1] + 1, 0 if c[2] is None else c[2] + 1, share[i], low[i], high[i],
+             len(gaps)) for i, c in enumerate(components)]
     frame = pd.DataFrame(rows, columns=["component", "kind", "layer", "head", "share", "low", "high", "pairs"])
     return frame.sort_values("share", ascending=False, ignore_index=True)
 
@@ -168,9 +180,9 @@ def confirm(encoder: Encoder, chosen: Sequence[Component], pairs: Sequence[TermP
     `n_random` random sets of as many heads from any layer (their mean, and the best of them), `n_random` sets of
     as many heads from the chosen heads' own layers, the chosen ones left out (`same_layer_head_sets`; mean and
     best), every head at once, the last layer (everything downstream: 1 by construction, the machinery's check)
-    and the chosen set patched from the base itself (the self-patch: 0). Columns `set`, `share` (mean over the
-    pairs with a clear gap), `low`, `high` (95 % t-interval; for the random sets, the 2.5 and 97.5 percentiles
-    over sets), `pairs`."""
+    and the chosen set patched from the base itself (the self-patch: 0). Columns `set`, `share` (Σ restored / Σ
+    gap over the pairs with a clear gap), `low`, `high` (95 % bootstrap interval over pairs; for the random sets,
+    the 2.5 and 97.5 percentiles of the sets' shares), `pairs`."""
     chosen = [tuple(c) for c in chosen]
     random_sets = random_head_sets(encoder, len(chosen), n_random, seed)
     neighbours = same_layer_head_sets(encoder, chosen, n_random, seed)
@@ -178,21 +190,40 @@ def confirm(encoder: Encoder, chosen: Sequence[Component], pairs: Sequence[TermP
     last = [("layer", encoder.n_layers - 1, None)]
     found, gaps = shares(encoder, pairs, [chosen, *random_sets, *neighbours, every_head, last], **options)
     self_patch, _ = shares(encoder, pairs, [chosen], source="base", **options)
-    clear = gaps >= min_gap
-    if clear.sum() < 2:
-        raise ValueError(f"only {clear.sum()} of {len(gaps)} pairs have a relevance gap of at least {min_gap}")
-    found, self_patch, kept = found[clear], self_patch[clear], int(clear.sum())
-    per_set = found[:, 1:1 + n_random].mean(0)
-    per_neighbour_set = found[:, 1 + n_random:1 + 2 * n_random].mean(0)
+    restored, clear_gaps = _clear(np.concatenate([found, self_patch], 1), gaps, min_gap)
+    share, low, high = ratio_interval(restored, clear_gaps, N_BOOT, seed)
+    per_set, per_neighbour_set = share[1:1 + n_random], share[1 + n_random:1 + 2 * n_random]
+    kept = len(clear_gaps)
     label = ", ".join(component_label(c) for c in chosen)
-    rows = [(f"chosen ({label})", *mean_interval(found[:, 0]), kept),
+    rows = [(f"chosen ({label})", share[0], low[0], high[0], kept),
             (f"random sets of {len(chosen)} heads (mean of {n_random})", float(per_set.mean()),
              *np.percentile(per_set, [2.5, 97.5]), kept),
             ("best random set", float(per_set.max()), np.nan, np.nan, kept),
             (f"same-layer sets of {len(chosen)} other heads (mean of {n_random})", float(per_neighbour_set.mean()),
              *np.percentile(per_neighbour_set, [2.5, 97.5]), kept),
             ("best same-layer set", float(per_neighbour_set.max()), np.nan, np.nan, kept),
-            ("every head", *mean_interval(found[:, -2]), kept),
-            ("the last layer (everything)", *mean_interval(found[:, -1]), kept),
-            ("self-patch (chosen, from the base)", *mean_interval(self_patch[:, 0]), kept)]
+            ("every head", share[-3], low[-3], high[-3], kept),
+            ("the last layer (everything)", share[-2], low[-2], high[-2], kept),
+            ("self-patch (chosen, from the base)", share[-1], low[-1], high[-1], kept)]
     return pd.DataFrame(rows, columns=["set", "share", "low", "high", "pairs"])
+
+
+def copies(encoder: Encoder, chosen: Sequence[Component], pairs: Sequence[TermPair], min_gap: float = MIN_GAP,
+           seed: int = 0, **options) -> pd.DataFrame:
+    """The chosen heads on the second copy of the term (the pairs) and on the first (`termpairs.first_copy`: the
+    term added where it was absent), over the pairs whose gaps are both at least `min_gap`. Rows "second copy",
+    "first copy" and "first - second" (paired bootstrap over pairs); columns `copy`, `gap` (the median relevance
+    gap; NaN for the difference), `share` (Σ restored / Σ gap), `low`, `high` (95 %), `pairs`."""
+    chosen = [tuple(c) for c in chosen]
+    added = [first_copy(p) for p in pairs]
+    (second, second_gaps), (first, first_gaps) = (shares(encoder, p, [chosen], **options) for p in (pairs, added))
+    clear = (second_gaps >= min_gap) & (first_gaps >= min_gap)
+    if clear.sum() < 2:
+        raise ValueError(f"only {clear.sum()} of {len(clear)} pairs have both gaps of at least {min_gap}")
+    measured = [(second[clear, 0] * second_gaps[clear], second_gaps[clear]),
+                (first[clear, 0] * first_gaps[clear], first_gaps[clear])]
+    rows = [(name, float(np.median(gaps)), *ratio_interval(restored, gaps, N_BOOT, seed), int(clear.sum()))
+            for name, (restored, gaps) in zip(("second copy", "first copy"), measured)]
+    rows.append(("first - second", np.nan, *ratio_difference_interval(measured[1], measured[0], N_BOOT, seed),
+                 int(clear.sum())))
+    return pd.DataFrame(rows, columns=["copy", "gap", "share", "low", "high", "pairs"])

@@ -5,6 +5,7 @@ each, so every token keeps its position.
 
     pairs = term_pairs(encoder.tokenizer, n=40, seed=0)
     pairs[0].query, pairs[0].base, pairs[0].relevant   # "harbour", (words ...), (words ..., "harbour", ...)
+    first_copy(pairs[0])   # the same swap one step earlier: the term absent -> present once
 
 A sentence qualifies when it has MIN_WORDS-MAX_WORDS words and at least two different nouns (spaCy's tagger,
 `parses.load_parser`) that occur once each and are one wordpiece each; the query term and the replaced noun are
@@ -68,3 +69,16 @@ def term_pairs(tokenizer, n: int, seed: int = 0) -> list[TermPair]:
                 return pairs
             break  # one sentence per article: many articles, not many sentences of a few
     raise ValueError(f"the corpus gives only {len(pairs)} pairs, fewer than n={n}")
+
+
+def first_copy(pair: TermPair) -> TermPair:
+    """The pair one step earlier: `base` is the pair's base with its one occurrence of the query term swapped for
+    the replaced noun (the term absent), `relevant` is the pair's base (the term once). Like the pair, its two
+    passages differ by one swap of the replaced noun for the term; only whether the term was already there
+    differs (Chen et al. add the term where it was absent)."""
+    at = [i for i, word in enumerate(pair.base) if word.lower() == pair.query]
+    if len(at) != 1:
+        raise ValueError(f"pair must hold its query term {pair.query!r} once in its base, found {len(at)}")
+    (i,) = at
+    absent = pair.base[:i] + (pair.replaced,) + pair.base[i + 1:]
+    return TermPair(pair.article, pair.query, absent, pair.base, i, pair.replaced)

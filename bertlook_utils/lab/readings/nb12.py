@@ -12,12 +12,12 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ...analyses.surface import VIG_COLUMNS
 from ...analyses.termheads import MIN_GAP, component_label
 from ...core.conventions import check_index
 from ...core.intervals import mean_interval
+from ...core.ranks import within_group_spearman
 
 
 def _listed(values: Sequence[str]) -> str:
@@ -131,15 +131,41 @@ def controls(table: pd.DataFrame) -> ControlsReading:
         bool(rows.loc[chosen, "low"] > rows.loc["best same-layer set", "share"]))
 
 
+@dataclass(frozen=True)
+class CopiesReading:
+    """`termheads.copies`' table: the chosen heads on the term's second copy and on its first."""
+
+    pairs: int  # pairs where both gaps are clear
+    second_gap: float  # median relevance gaps
+    first_gap: float
+    second: tuple[float, float, float]  # (share, low, high)
+    first: tuple[float, float, float]
+    difference: tuple[float, float, float]  # first - second, paired
+
+
+def copies(table: pd.DataFrame) -> CopiesReading:
+    rows = table.set_index("copy")
+    share = {name: tuple(map(float, rows.loc[name, ["share", "low", "high"]]))
+             for name in ("second copy", "first copy", "first - second")}
+    return CopiesReading(int(table["pairs"].iloc[0]), float(rows.loc["second copy", "gap"]),
+                         float(rows.loc["first copy", "gap"]), share["second copy"], share["first copy"],
+                         share["first - second"])
+
+
 # -- §3 the heads found against notebook 01's patterns ----------------------------------------------------------
 @dataclass(frozen=True)
 class PatternsReading:
-    """Per head, the scan's share against Vig's pattern scores on the relevant passages (`surface.vig_scores`)."""
+    """Per head, the scan's share against Vig's pattern scores on the relevant passages (`surface.vig_scores`):
+    rank correlations over all heads and within layers (`ranks.within_group_spearman`), each (rho, low, high)
+    with a 95 % Fisher-z interval."""
 
     heads: int
-    rho: dict[str, float]  # pattern -> Spearman with the share, over heads (NaN patterns left out)
+    rho: dict[str, tuple[float, float, float]]  # pattern -> Spearman with the share over heads (NaN patterns out)
+    within: dict[str, tuple[float, float, float]]  # pattern -> the same, heads ranked within their layer
     rho_text: str  # "next 0.44, other_words 0.50, ..."
-    strongest: str  # the pattern whose |rho| is largest
+    within_text: str
+    rho_said: dict[str, str]  # pattern -> "0.44, 0.22 to 0.61": rho and its interval, as the prose says them
+    within_said: dict[str, str]
     identical_head: str  # the head that attends most to identical words here
     identical_score: float  # its mass on the other occurrence
     identical_share: float  # its share in the scan
@@ -151,15 +177,17 @@ class PatternsReading:
 
 def patterns(vig: pd.DataFrame, found: pd.DataFrame, chosen: Sequence[tuple]) -> PatternsReading:
     heads = found[found["kind"] == "head"].merge(vig, on=["layer", "head"])
-    rho = {p: float(stats.spearmanr(heads["share"], heads[p]).statistic) for p in VIG_COLUMNS
-           if heads[p].notna().all()}
+    scored = [p for p in VIG_COLUMNS if heads[p].notna().all()]
+    rho = {p: within_group_spearman(heads["share"], heads[p], np.zeros(len(heads))) for p in scored}
+    within = {p: within_group_spearman(heads["share"], heads[p], heads["layer"]) for p in scored}
     top = heads.loc[heads["identical"].idxmax()]
     by_share = heads["share"].rank(ascending=False, method="min")
     by_identical = heads["identical"].rank(ascending=False, method="min")
     chosen_rows = [int(np.flatnonzero((heads["layer"] == c[1] + 1) & (heads["head"] == c[2] + 1))[0])
                    for c in chosen]
     return PatternsReading(
-        len(heads), rho, ", ".join(f"{p} {r:.2f}" for p, r in rho.items()), max(rho, key=lambda p: abs(rho[p])),
+        len(heads), rho, within, *(", ".join(f"{p} {r[0]:.2f}" for p, r in table.items()) for table in (rho, within)),
+        *({p: "{:.2f}, {:.2f} to {:.2f}".format(*r) for p, r in table.items()} for table in (rho, within)),
         top["component"], float(top["identical"]), float(top["share"]), float(top["low"]), float(top["high"]),
         int(by_share[top.name]), int(by_identical.iloc[chosen_rows].min()))
 
@@ -274,7 +302,7 @@ def _verdict(paired: tuple[float, float, float]) -> str:
 
 
 def paper_vs_run(scanned: ScanReading, checked: ControlsReading, board: ScoreboardReading,
-                 rows: MapsReading, looked: PatternsReading) -> pd.DataFrame:
+                 rows: MapsReading, looked: PatternsReading, copied: CopiesReading) -> pd.DataFrame:
     """One row per paper: its finding in words (FINDINGS, marked as such) and this run's, rendered from the
     readings."""
     low, high = board.agreement["alti"]
@@ -282,6 +310,7 @@ def paper_vs_run(scanned: ScanReading, checked: ControlsReading, board: Scoreboa
         "Chen et al. 2024": f"one swapped noun: the chosen heads ({', '.join(scanned.chosen)}) restore "
                             f"{checked.chosen_share:.2f} of the gap on other pairs, random sets of as many heads "
                             f"{checked.random_share:.2f}, other heads of their layers {checked.neighbour_share:.2f}; "
+                            f"of the gap the term opens where it was absent, {copied.first[0]:.2f}; "
                             f"{scanned.attention_top} alone {scanned.attention_share:.2f}; unlike their early "
                             f"duplicate-token heads, the identical-words head {looked.identical_head} restores "
                             f"{looked.identical_share:.3f} (rank {looked.identical_rank} of {looked.heads})",

@@ -68,8 +68,9 @@ def patching_scan(found: pd.DataFrame):
 
 # -- 2: the chosen heads on other pairs, with their controls ------------------------------------------------
 def patching_controls(table: pd.DataFrame):
-    """A `termheads.confirm` table as horizontal bars with their intervals (95 % t-interval; for the random sets
-    the 2.5-97.5 percentiles over sets), the chosen set first; lines at 0 (nothing) and 1 (the whole gap)."""
+    """A `termheads.confirm` table as horizontal bars with their intervals (95 % bootstrap over pairs; for the
+    random sets the 2.5-97.5 percentiles over sets), the chosen set first; lines at 0 (nothing) and 1 (the whole
+    gap)."""
     fig, ax = plt.subplots(figsize=(7.6, 0.5 * len(table) + 1.3))
     y = np.arange(len(table))[::-1]
     colours = [PALETTE["run"] if s.startswith("chosen") else PALETTE["uniform"] for s in table["set"]]
