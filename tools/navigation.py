@@ -25,7 +25,7 @@ SKIP_SLIDE = {"slideshow": {"slide_type": "skip"}}
 
 # `python -m tools.prefill --warm --record`: seconds from an empty cache (the notebooks run in order) and from the
 # filled one
-TIMINGS = {"full": NOTEBOOK_DIR / "timings.json", "fast": NOTEBOOK_DIR / "timings_fast.json"}
+TIMINGS = {"full": ROOT / "benchmarks" / "timings.json", "fast": ROOT / "benchmarks" / "timings_fast.json"}
 COURSE = NOTEBOOK_DIR / "course.toml"
 
 
@@ -169,8 +169,8 @@ def update(root: Path = ROOT) -> list[Path]:
         "in the environment of Jupyter) switches to fast mode: smaller samples, about a minute per notebook from a",
         "cold cache, every output marked as fast mode. The committed notebooks are full runs. The times below were",
         "measured on a 2-core machine, the notebooks run in order from an empty cache, then again from the filled one",
-        "(`python -m tools.prefill --warm --record notebooks/timings.json`; `BERTLOOK_FAST=1 ...`",
-        "`timings_fast.json`).", "",
+        "(`python -m tools.prefill --warm --record benchmarks/timings.json`; `BERTLOOK_FAST=1 ...`",
+        "`benchmarks/timings_fast.json`).", "",
         CONTENTS_START, contents_table(paths, titles, ""), CONTENTS_END, "", syllabus(paths, titles), ""])
     for target, text in ((readme, new), (index, index_text)):
         if not target.exists() or target.read_text() != text:

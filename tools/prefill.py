@@ -1,10 +1,10 @@
 """Fill the cache ahead of a class: run every notebook once, outputs discarded, and say how long each took.
 
     python -m tools.prefill notebooks/0*.ipynb           # make prefill (FAST=1: fast mode, BERTLOOK_FAST)
-    python -m tools.prefill --warm --record notebooks/timings.json notebooks/[0-9]*.ipynb
+    python -m tools.prefill --warm --record benchmarks/timings.json notebooks/[0-9]*.ipynb
 
 --warm runs each notebook a second time, now from the filled cache; --record writes the seconds to a JSON file
-(the contents table shows notebooks/timings.json, recorded from a cold cache on a 2-core machine).
+(the contents table shows benchmarks/timings.json, recorded from a cold cache on a 2-core machine).
 """
 from __future__ import annotations
 
