@@ -98,9 +98,15 @@ unit: setup
 slow: setup browser
 	BERTLOOK_DEVICE=cpu $(PY) -m pytest -q -m "slow or browser" tests
 
+## nbval: every committed notebook and the talk, executed and compared with their checked outputs; first the
+## models notebooks 08-10 fine-tune (on 2 threads, as always), then the notebooks side by side in NBVAL_WORKERS
+## kernels of one thread each, longest first (conftest.py)
+NBVAL_WORKERS ?= 2
+SIDE_BY_SIDE = $(if $(filter-out 1,$(NBVAL_WORKERS)),-n $(NBVAL_WORKERS) --dist loadfile --no-loadscope-reorder)
 nbval: setup
-	BERTLOOK_DEVICE=cpu $(PY) -m pytest -q --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout=1800 -p no:randomly $(NOTEBOOKS) $(TALK)
+	BERTLOOK_DEVICE=cpu $(PY) -m bertlook_utils.cli finetune
+	BERTLOOK_DEVICE=cpu $(if $(SIDE_BY_SIDE),OMP_NUM_THREADS=1) $(PY) -m pytest -q $(SIDE_BY_SIDE) --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=1800 -p no:randomly \
+		$(NOTEBOOKS) $(TALK)
 
 ## notebooks: refresh navigation, re-execute the committed notebooks in place, break their slides where a browser
 ## measures them too tall (tools/slides.py --fit), regenerate the student copies (do it whenever package code they

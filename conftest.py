@@ -8,9 +8,14 @@
 - A progress bar is no result: a checked cell that computes shows one when its notebook runs from an empty cache
   and none when the cache holds the result (notebook 09 run alone, before notebook 04 filled it), so progress
   bars (tqdm's widget or its text on stderr) are left out of the comparison on both sides.
+- Notebooks run longest first, by their cold times in benchmarks/timings.json (the others, such as the talk,
+  last, in the order given): with two workers (`make nbval`, pytest-xdist: one notebook per worker at a time,
+  `--dist loadfile --no-loadscope-reorder`) a long notebook never starts alone at the end.
 """
+import json
 import re
 import types
+from pathlib import Path
 
 NBVAL_OUTPUT_TIMEOUT = 60  # seconds
 NOT_COMPARED = ("text/html",)
@@ -34,7 +39,24 @@ def compare_without_progress(item, test, ref, skip_compare=None):
     return type(item).compare_outputs(item, keep, kept, skip_compare)
 
 
+TIMINGS = Path(__file__).parent / "benchmarks" / "timings.json"
+
+
+def longest_first(items):
+    """Notebook cells grouped by notebook, the notebooks in decreasing recorded cold time (unrecorded last, in their
+    order); cells keep their order, other tests stay first."""
+    seconds = {stem: -times["first"] for stem, times in json.loads(TIMINGS.read_text())["seconds"].items()}
+
+    def key(item):
+        if not hasattr(item, "output_timeout"):
+            return (0, 0.0)
+        return (1, seconds.get(Path(str(item.parent.path)).stem, 0.0))
+
+    return sorted(items, key=key)
+
+
 def pytest_collection_modifyitems(items):
+    items[:] = longest_first(items)
     for item in items:
         if hasattr(item, "output_timeout"):  # nbval's notebook cells
             item.output_timeout = NBVAL_OUTPUT_TIMEOUT

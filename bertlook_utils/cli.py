@@ -11,6 +11,8 @@ merges the same blocks. The notebooks (and `make run`) afterwards find every res
 process prints its time, how many inputs it computed (and how fast) and restored from the cache, and its peak
 memory; with several analyses each counts its own inputs.
 
+    python -m bertlook_utils.cli finetune                                         # notebooks 08-10's models
+
     python -m bertlook_utils.cli cache info                                       # entries and their size
     python -m bertlook_utils.cli cache prune --older-than 30 --dry-run            # what pruning would remove
     python -m bertlook_utils.cli cache pack build/bertlook-cache.tar.gz           # one file to hand out
@@ -134,6 +136,14 @@ def cache_unpack(args: argparse.Namespace) -> None:
     print(f"unpacked {written} files into {args.cache_dir} ({kept} were there already)")
 
 
+def finetune(args: argparse.Namespace) -> None:
+    from .lab import classroom
+
+    start = time.perf_counter()
+    count = classroom.finetune_all(args.model)
+    print(f"{count} fine-tuned models in the cache ({time.perf_counter() - start:.0f} s)")
+
+
 def days(text: str) -> float:
     """A number of days, 0 or more (argparse type)."""
     value = float(text)
@@ -156,6 +166,10 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--batch-size", type=int, default=32)
     run.add_argument("--block-size", type=int, default=BLOCK_SIZE)
     run.set_defaults(handler=extract)
+    tune = commands.add_parser("finetune", help="fine-tune every model notebooks 08-10 train, into the cache")
+    tune.add_argument("--model", type=model_name, default=model_name(os.environ.get("BERTLOOK_MODEL")),
+                      help="as for extract")
+    tune.set_defaults(handler=finetune)
     actions = commands.add_parser("cache", help="look at or prune the on-disk cache").add_subparsers(
         dest="action", required=True)
     info = actions.add_parser("info", help="how many entries the cache holds and their size")

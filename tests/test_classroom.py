@@ -2,13 +2,18 @@
 setting."""
 from __future__ import annotations
 
+import ast
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from bertlook_utils import classroom
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _fresh(env_value):
@@ -43,3 +48,25 @@ def test_the_task_notebooks_read_one_setting():
     n_labels = len(tasks["topic"].labels)
     assert len(tasks["topic"].train) == classroom.TOPIC_SPLIT[0] * n_labels
     assert len(tasks["sentiment"].test) == classroom.PAIRS_SPLIT[1]
+
+
+
+def test_finetune_all_trains_what_the_task_notebooks_train(monkeypatch):
+    from bertlook_utils.analyses import finetune as finetuning
+    from bertlook_utils.core import models
+
+    calls = []
+    monkeypatch.setattr(models, "load_encoder", lambda name=None: "encoder")
+    monkeypatch.setattr(finetuning, "finetune", lambda encoder, data, **options: calls.append((data.name, options)))
+    assert classroom.finetune_all() == len(calls) == 3 + 2 * (len(classroom.FINETUNE_SEEDS) - 1)
+    settings = {"epochs": classroom.EPOCHS, "max_length": classroom.MAX_LENGTH}
+    assert all({k: v for k, v in options.items() if k in settings} == settings for _, options in calls)
+    seeds = {name: {options["seed"] for task, options in calls if task == name} for name, _ in calls}
+    assert seeds == {"topic": set(classroom.FINETUNE_SEEDS), "sentiment": set(classroom.FINETUNE_SEEDS),
+                     "next_paragraph": {0}}
+    # notebook 08 fine-tunes topic, notebook 09 sentiment, with every seed of their parameter SEEDS
+    for notebook in ("08_dark_secrets_patterns", "09_dark_secrets_heads"):
+        cells = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]
+        lines = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code").splitlines()
+        line = next(line for line in lines if line.startswith("SEEDS = "))
+        assert eval(ast.unparse(ast.parse(line).body[0].value), {"classroom": classroom}) == classroom.FINETUNE_SEEDS

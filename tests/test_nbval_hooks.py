@@ -54,3 +54,20 @@ def test_nbval_passes_a_cold_cell_with_a_bar_and_fails_a_changed_number(tmp_path
                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert "1 failed, 1 passed" in run.stdout, run.stdout[-2000:]
     assert "Cell 1" in run.stdout and "0.625" in run.stdout
+
+
+def test_notebooks_run_longest_first_and_keep_their_cells_in_order():
+    from types import SimpleNamespace
+
+    def cell(notebook, index):
+        return SimpleNamespace(output_timeout=5, parent=SimpleNamespace(path=ROOT / notebook), index=index)
+
+    other = SimpleNamespace(name="a unit test")
+    items = [cell("notebooks/00_tour.ipynb", 0), cell("notebooks/00_tour.ipynb", 1), other,
+             cell("slides/bertlook_talk.ipynb", 0), cell("notebooks/10_beyond_attention.ipynb", 0),
+             cell("notebooks/10_beyond_attention.ipynb", 1)]
+    ordered = root_conftest.longest_first(items)
+    assert ordered[0] is other
+    assert [(item.parent.path.stem, item.index) for item in ordered[1:]] == [
+        ("10_beyond_attention", 0), ("10_beyond_attention", 1), ("00_tour", 0), ("00_tour", 1),
+        ("bertlook_talk", 0)]

@@ -32,12 +32,31 @@ def size(full, fast):
     return fast if FAST else full
 
 
+# fine-tuning seeds of notebook 08's topic task and notebook 09's sentiment task (the others: seed 0 only)
+FINETUNE_SEEDS = size((0, 1, 2), (0, 1))
+
+
 def task_data(seed: int = 0) -> dict:
     """The three fine-tuning tasks of notebooks 08-10, name -> `tasks.TaskData`, at this mode's sizes."""
     from ..data.tasks import next_paragraph_data, sentiment_data, topic_data
 
     return {"topic": topic_data(*TOPIC_SPLIT, seed), "next_paragraph": next_paragraph_data(*PAIRS_SPLIT, seed),
             "sentiment": sentiment_data(*PAIRS_SPLIT, seed)}
+
+
+def finetune_all(model: str | None = None, progress: bool = True) -> int:
+    """Fine-tune into the cache every model that notebooks 08-10 and the talk train (each task with seed 0, the
+    topic and sentiment tasks with every seed of `FINETUNE_SEEDS`), with the notebooks' settings, so that notebooks
+    run side by side (`make nbval`) load them and none trains what another is training; the number of models."""
+    from ..analyses.finetune import finetune
+    from ..core.models import load_encoder
+
+    encoder, tasks = load_encoder(model), task_data(0)
+    runs = [(name, 0) for name in tasks] + [(name, seed) for name in ("topic", "sentiment")
+                                            for seed in FINETUNE_SEEDS if seed != 0]
+    for name, seed in runs:
+        finetune(encoder, tasks[name], epochs=EPOCHS, max_length=MAX_LENGTH, seed=seed, progress=progress)
+    return len(runs)
 
 
 def banner() -> Markdown | None:
