@@ -454,7 +454,8 @@ def dark_secrets_patterns(shares: Mapping[str, pd.DataFrame], similarity: Mappin
                    for task, row in scores.iterrows()}
     rows = [
         ("classifier vs hand labels", f"F1 {ds['classifier_f1']:.2f} (CNN, ~{ds['labelled_maps']} maps)", agreement,
-         "three classifiers (transparent rules, boosted trees, a CNN); the kit's own labels, one labeller"),
+         "three classifiers (transparent rules, boosted trees, a CNN, whose weights depend on the CPU: its "
+         "scores per seed are in a table of their own); the kit's own labels, one labeller"),
         ("heterogeneous share (fine-tuned)", f"{low:.0%} ({ds['heterogeneous_tasks'][0]}) to {high:.0%} "
          f"({ds['heterogeneous_tasks'][1]})", "; ".join(f"{name}: {_per_task(heterogeneous(frame))}"
                                                      for name, frame in shares.items()),
