@@ -44,8 +44,9 @@ TIMINGS = Path(__file__).parent / "benchmarks" / "timings.json"
 
 def longest_first(items):
     """Notebook cells grouped by notebook, the notebooks in decreasing recorded cold time (unrecorded last, in their
-    order); cells keep their order, other tests stay first."""
-    seconds = {stem: -times["first"] for stem, times in json.loads(TIMINGS.read_text())["seconds"].items()}
+    order; without the record, as given); cells keep their order, other tests stay first."""
+    record = json.loads(TIMINGS.read_text())["seconds"] if TIMINGS.exists() else {}
+    seconds = {stem: -times["first"] for stem, times in record.items()}
 
     def key(item):
         if not hasattr(item, "output_timeout"):
