@@ -10,6 +10,7 @@ import torch
 from bertlook_utils import compare, coref, corefdata, figures, paper
 from bertlook_utils.extract import Batch
 from bertlook_utils.corefdata import Mention, Passage
+from bertlook_utils.present.viz import PALETTE
 
 # 0 John 1 Smith 2 met 3 Mary 4 Lee 5 . 6 He 7 thanked 8 her 9 . 10 Smith 11 left 12 the 13 lamp
 # 14 . 15 The 16 lamp 17 broke 18 . 19 Mary 20 smiled 21 .
@@ -283,13 +284,13 @@ def test_word_rows_equal_the_word_level_map(from_mode):
                        coref.to_word_level(attn, shuffled, from_mode)[..., [1], :], atol=1e-6)
 
 
-def test_the_figure_marks_wrong_picks_in_red():
+def test_the_figure_marks_wrong_picks_in_the_wrong_colour():
     import matplotlib.pyplot as plt
 
     attn = oracle_attention(PASSAGE, coref.nearest_mention)
     ax = figures.antecedent_attention(PASSAGE, attn[0, 0])
     colours = [line.get_color() for line in ax.lines]
-    assert len(colours) == 5 and colours.count("#d1495b") == 4  # nearest mention: 1 of 5 right
+    assert len(colours) == 5 and colours.count(PALETTE["wrong"]) == 4  # nearest mention: 1 of 5 right
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="one head"):
         figures.antecedent_attention(PASSAGE, attn)

@@ -1034,3 +1034,45 @@ def test_toy_variants_show_each_seed_and_the_mean_and_chance():
                                frame.groupby("variant", sort=False)["sink_mass"].mean())
     assert any(np.allclose(line.get_xdata(), 1 / 32) for line in fig.axes[3].lines)  # chance
     rendered(fig)
+
+
+# -- colours that survive colour blindness ----------------------------------------------------------------------
+CVD = ("deuteranomaly", "protanomaly", "tritanomaly")  # colorspacious's names; at severity 100: -anopia
+
+
+def seen_difference(a: str, b: str) -> dict[str, float]:
+    """ΔE in CAM02-UCS between colours `a` and `b` as seen with normal vision and with each full colour-vision
+    deficiency of `CVD` (Machado et al.'s simulation, as colorspacious implements it)."""
+    from colorspacious import cspace_convert
+    from matplotlib.colors import to_rgb
+
+    def seen(colour: str, cvd: str | None) -> np.ndarray:
+        rgb = np.array(to_rgb(colour))
+        if cvd is not None:
+            rgb = np.clip(cspace_convert(rgb, {"name": "sRGB1+CVD", "cvd_type": cvd, "severity": 100}, "sRGB1"), 0, 1)
+        return cspace_convert(rgb, "sRGB1", "CAM02-UCS")
+
+    return {cvd or "normal": float(np.linalg.norm(seen(a, cvd) - seen(b, cvd))) for cvd in (None, *CVD)}
+
+
+def test_cvd_simulation_finds_the_red_green_pair_the_review_measured():
+    """The check can fail: the kit's former right/wrong pair, green #2a9d4b and red #d1495b, is clear to normal
+    vision and nearly one colour under deuteranopia (the review measured ΔE 4.8)."""
+    seen = seen_difference("#2a9d4b", "#d1495b")
+    assert seen["normal"] > 30 and seen["deuteranomaly"] < 6
+
+
+def test_every_two_colours_of_the_palette_differ_under_each_colour_vision_deficiency():
+    """Every two distinct colours a figure may draw side by side (the palette, the pattern, method and probe
+    colours built from it) are at least 10 ΔE (CAM02-UCS) apart for normal vision and under simulated
+    deuteranopia, protanopia and tritanopia; the pairs a figure must tell apart are distinct colours."""
+    from bertlook_utils.present.figures import causal, clark
+
+    groups = [viz.PALETTE, viz.PATTERN_COLOURS, causal.METHOD_COLOURS | causal.GRADIENT_COLOURS, clark.PROBE_COLOURS]
+    for group in groups[1:]:  # the palette names some colours twice (right is next's, run is sep's)
+        assert len(set(group.values())) == len(group), group
+    colours = sorted({c.lower() for group in groups for c in group.values()})
+    closest = min((min(seen_difference(a, b).values()), a, b) for i, a in enumerate(colours) for b in colours[i + 1:])
+    assert closest[0] >= 10, closest
+    for a, b in (("right", "wrong"), ("paper", "run")):
+        assert viz.PALETTE[a] != viz.PALETTE[b]

@@ -57,3 +57,22 @@ def test_every_check_of_the_talk_is_compared_by_nbval_and_hidden_from_the_deck()
     for cell in checks:
         assert "nbval-check-output" in cell.metadata["tags"], cell.source[:80]
         assert cell.metadata["slideshow"]["slide_type"] == "skip" and "remove-cell" in cell.metadata["tags"]
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2.1's contrast ratio of two colours (1 to 21)."""
+    from matplotlib.colors import to_rgb
+
+    def luminance(colour: str) -> float:
+        channels = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)]
+        return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_every_badge_is_readable_white_on_its_colour():
+    """WCAG AA for text: 4.5:1 (the figures' pale paper grey would give 1.9:1)."""
+    assert contrast("white", "black") == pytest.approx(21) and contrast("white", "#bbbbbb") < 2
+    for source, (_, colour) in talk.SOURCES.items():
+        assert contrast("white", colour) >= 4.5, source

@@ -17,8 +17,10 @@ from IPython.display import HTML
 from ..present.tables import styled
 from ..present.viz import PALETTE
 
-SOURCES = {"paper": ("paper", PALETTE["paper"]), "run": ("this run", PALETTE["run"]),
-           "both": ("paper vs this run", PALETTE["prev"])}
+# white text on each badge at WCAG AA (4.5:1 or more): the palette's "run" blue, a dark grey for the paper's
+# (the figures' light grey is too pale behind text), its wine for both
+SOURCES = {"paper": ("paper", "#595959"), "run": ("this run", PALETTE["run"]),
+           "both": ("paper vs this run", PALETTE["broad"])}
 
 
 def badge(source: str) -> str:

@@ -20,11 +20,13 @@ from matplotlib.patches import Rectangle
 from ..core.conventions import check_head, head_label
 from ..core.models import Encoded
 
-# One named colour per quantity, used by every figure and notebook
+# One named colour per quantity, used by every figure and notebook: Okabe & Ito's colours (wine for broad
+# attention, black for other, one light grey for references), told apart under simulated deuteranopia, protanopia
+# and tritanopia (tests/test_figures.py); right and wrong, best and worst also differ by a mark or a place
 PALETTE = {
-    "cls": "#d1495b", "sep": "#00798c", "punct": "#edae49", "self": "#8e7dbe", "prev": "#30638e",
-    "next": "#66a182", "broad": "#9c6644", "uniform": "#7f7f7f", "other": "#4a4a4a",
-    "right": "#2a9d4b", "wrong": "#d1495b", "paper": "#7f7f7f", "run": "#00798c",
+    "cls": "#d55e00", "sep": "#0072b2", "punct": "#e69f00", "self": "#cc79a7", "prev": "#56b4e9",
+    "next": "#009e73", "broad": "#882255", "uniform": "#bbbbbb", "other": "#000000",
+    "right": "#009e73", "wrong": "#d55e00", "paper": "#bbbbbb", "run": "#0072b2",
 }
 # Kovaleva et al.'s patterns, in the colours of what makes them: [CLS] stripes, the previous-token diagonal
 PATTERN_COLOURS = {"vertical": PALETTE["cls"], "diagonal": PALETTE["prev"], "vertical+diagonal": PALETTE["punct"],
@@ -111,7 +113,7 @@ def plot_lines(enc: Encoded, layer: int, head: int, ax=None, start: int = 0, sto
             raise ValueError(f"top_k must be at least 1, not {top_k}")
         kept &= attn >= -np.sort(-attn, axis=1)[:, min(top_k, n) - 1][:, None]
     for i, j in zip(*np.nonzero(kept)):
-        colour, alpha = ("#bbbbbb", 0.5 * attn[i, j]) if special[j] else (PALETTE["prev"], attn[i, j])
+        colour, alpha = (PALETTE["uniform"], 0.5 * attn[i, j]) if special[j] else (PALETTE["prev"], attn[i, j])
         ax.plot([0, 1], [i, j], color=colour, alpha=float(min(1, alpha)), lw=2.2, zorder=1 if special[j] else 2)
     for side, ha in ((0, "right"), (1, "left")):
         for i, tok in enumerate(enc.tokens[start:stop]):

@@ -142,9 +142,10 @@ def entropy_by_layer(entropy: pd.DataFrame):
 
 # -- 04: syntax heads ---------------------------------------------------------------------------------
 def _word_lines(ax, words: Sequence[str], weights: np.ndarray, rows: Sequence[int], colour: str, title: str,
-                min_weight: float, label_colours: dict[int, str] | None = None) -> None:
+                min_weight: float, marks: dict[int, tuple[str, str]] | None = None) -> None:
     """Two columns of words; a line from word i (left) to word j (right) with opacity weights[i, j]; rows in
-    `rows` in `colour`, the others faint grey; left labels of `rows` in bold (coloured by `label_colours`)."""
+    `rows` in `colour`, the others faint grey; left labels of `rows` in bold, with `marks[i]` = (colour, sign)
+    after the word in that colour."""
     n = len(words)
     highlighted = set(rows)
     for i in range(n):
@@ -156,8 +157,9 @@ def _word_lines(ax, words: Sequence[str], weights: np.ndarray, rows: Sequence[in
                         alpha=min(1.0, w) if i in highlighted else 0.25 * min(1.0, w))
     for i, word in enumerate(words):
         bold = i in highlighted
-        ax.text(-0.05, i, literal(word), ha="right", va="center", fontsize=9, fontweight="bold" if bold else "normal",
-                color=(label_colours or {}).get(i, "black"))
+        mark_colour, sign = (marks or {}).get(i, ("black", ""))
+        ax.text(-0.05, i, literal(word) + (f" {sign}" if sign else ""), ha="right", va="center", fontsize=9,
+                fontweight="bold" if bold else "normal", color=mark_colour)
         ax.text(1.05, i, literal(word), ha="left", va="center", fontsize=9)
     ax.set_xlim(-1.0, 2.0)
     ax.set_ylim(n - 0.5, -0.5)
@@ -170,9 +172,9 @@ def relation_head(example: ParsedAttention, layer: int, head: int, relation: str
     """Clark et al. Fig 5 style, for one sentence: (left) head `layer-head`'s attention between the words,
     the rows that matter for `relation` in colour (dep->head: from each dependent; head->dep: from each
     gold head), each renormalised over the other words (no [CLS], [SEP] or self, as the argmax sees them);
-    a highlighted word's label is green where the head's prediction, as scored, is the gold arc and red
-    where it is not, and the title counts them; (right) the gold (spaCy) arcs of `relation` drawn the same way.
-    Returns the two axes."""
+    a highlighted word's label is marked ✓ (green) where the head's prediction, as scored, is the gold arc and
+    ✗ (orange-red) where it is not, and the title counts them; (right) the gold (spaCy) arcs of `relation` drawn
+    the same way. Returns the two axes."""
     check_head(layer, head, *example.word_attn.shape[:2])
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
@@ -189,14 +191,14 @@ def relation_head(example: ParsedAttention, layer: int, head: int, relation: str
     if direction == "dep->head":
         rows, gold[dep, gold_head] = dep, 1
         found = {d: predicted[d] == h for d, h in zip(dep, gold_head)}
-    else:  # a head's label is green when the argmax finds it for every one of its dependents shown
+    else:  # a head's label is marked right when the argmax finds it for every one of its dependents shown
         rows, gold[gold_head, dep] = sorted(set(gold_head)), 1
         found = {h: all(predicted[d] == h for d, g in zip(dep, gold_head) if g == h) for h in gold_head}
-    colours = {i: PALETTE["right"] if ok else PALETTE["wrong"] for i, ok in found.items()}
+    marks = {i: (PALETTE["right"], "✓") if ok else (PALETTE["wrong"], "✗") for i, ok in found.items()}
     arrow = "dependent → head" if direction == "dep->head" else "head → dependent"
     _word_lines(axes[0], example.words[:n], attn, rows, PALETTE["prev"],
                 f"{relation}: head {head_label(layer, head)} ({arrow}),\n{sum(found.values())} of {len(found)} "
-                f"right on this sentence", min_weight, colours)
+                f"right on this sentence", min_weight, marks)
     _word_lines(axes[1], example.words[:n], gold, rows, PALETTE["next"], f"gold (spaCy) {relation} arcs", 0.5)
     return axes
 
@@ -278,7 +280,7 @@ def antecedent_attention(passage: Passage, head_map: np.ndarray, ax=None, title:
                          first_word: int = 1, max_label: int = 18):
     """One head's attention from each coreferent mention's head word (rows) to every mention's head word
     (columns; only earlier mentions are candidates, later ones are blank). head_map: [m, m] word-level map.
-    A green frame marks the antecedents, a dot the mention the head picks (white: right, red: wrong)."""
+    A green frame marks the antecedents, a dot the mention the head picks (white: right, orange-red: wrong)."""
     head_map = np.asarray(head_map)
     if head_map.ndim != 2:
         raise ValueError(f"head_map must be one head's [m, m] word-level map, got {head_map.shape}")

@@ -150,7 +150,7 @@ def pattern_share_estimates(estimates: Mapping[str, pd.DataFrame], kinds: Sequen
     for ax, kind in zip(axes.flat, kinds):
         if kind == "heterogeneous":
             low, high = paper.DARK_SECRETS["heterogeneous_share"]
-            ax.axhspan(low, high, color=PALETTE["paper"], alpha=0.25, lw=0, label="paper (BERT-base, GLUE)")
+            ax.axhspan(low, high, color=PALETTE["paper"], alpha=0.5, lw=0, label="paper (BERT-base, GLUE)")
         for k, (name, colour) in enumerate(zip(names, colours)):
             frame = estimates[name].set_index(["task", "model", "kind"])
             x = np.arange(len(groups)) + (k - (len(names) - 1) / 2) * 0.25
