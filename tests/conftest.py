@@ -4,6 +4,9 @@ random BERT saved to disk. The synthetic inputs everything else uses are built b
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 # Never touch the network: set before transformers / huggingface_hub are imported anywhere.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -75,3 +78,15 @@ def small_corpus(monkeypatch):
     articles = corpora.wiki_articles()[:4]
     monkeypatch.setattr(corpora, "wiki_articles", lambda: articles)
     return articles
+
+
+# -- the static book (tests/test_book.py, tests/test_accessibility.py) --------------------------------------
+@pytest.fixture(scope="session")
+def books(tmp_path_factory):
+    """Both editions of the book, built once by the command line: {"student": folder, "instructor": folder}."""
+    root = tmp_path_factory.mktemp("books")
+    folders = {"student": root / "book", "instructor": root / "book-instructor"}
+    for edition, out in folders.items():
+        subprocess.run([sys.executable, "-m", "tools.book", "--edition", edition, "--out", str(out)], check=True,
+                       cwd=Path(__file__).resolve().parents[1])
+    return folders

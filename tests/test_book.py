@@ -1,4 +1,5 @@
-"""The static book (`make book`): both editions built once (python -m tools.book, about 10-20 s each).
+"""The static book (`make book`): both editions built once (python -m tools.book, about 10-20 s each; the `books`
+fixture of tests/conftest.py, which tests/test_accessibility.py shares).
 
 Unit: a student copy takes the instructor's outputs on the cells they share, never on answer or check cells; the
 landing page holds the syllabus with its links pointed at the book's pages.
@@ -14,8 +15,6 @@ from __future__ import annotations
 
 import html
 import re
-import subprocess
-import sys
 
 import nbformat
 import pytest
@@ -58,17 +57,6 @@ def test_the_landing_page_holds_the_syllabus_and_links_to_the_books_pages():
     assert text.startswith("[start](notebooks/BEFORE_CLASS.md), [dev](developers.md)")
     assert book.SYLLABUS not in text and "## Syllabus" in text
     assert f"]({NOTEBOOKS[0].relative_to(ROOT).as_posix()})" in text  # the syllabus's links, seen from index.md
-
-
-@pytest.fixture(scope="module")
-def books(tmp_path_factory):
-    """Both editions, built by the command line: {"student": folder, "instructor": folder}."""
-    root = tmp_path_factory.mktemp("books")
-    folders = {"student": root / "book", "instructor": root / "book-instructor"}
-    for edition, out in folders.items():
-        subprocess.run([sys.executable, "-m", "tools.book", "--edition", edition, "--out", str(out)], check=True,
-                       cwd=ROOT)
-    return folders
 
 
 def page_text(path) -> str:

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from bertlook_utils import (  # noqa: E402
     attribution, clustering, coref, corefdata, disabling, figures, gradients, identifiability, mixing, norms, patterns,
     probes, relations, scoreboard, syntax, tokentypes, viz)
+from bertlook_utils.present import alttext  # noqa: E402
 from bertlook_utils.analyses.sinks import heads as sinkheads, massive, position as sinkposition  # noqa: E402
 from bertlook_utils.conventions import head_frame  # noqa: E402
 from bertlook_utils.models import Encoded  # noqa: E402
@@ -514,6 +515,8 @@ def test_every_public_figure_draws_a_figure(name):
     fig = plt.gcf() if isinstance(drawn, dict) else getattr(np.ravel(drawn)[0], "figure", drawn)
     assert isinstance(fig, Figure) and plt.get_fignums() == [fig.number]
     assert fig.axes and any(ax.has_data() for ax in fig.axes)
+    alt = alttext.describe(fig)  # its alt text: what it shows, with numbers read from what it draws
+    assert len(alt) >= 40 and any(ch.isdigit() for ch in alt), alt
     assert viz.figure_png(fig).startswith(b"\x89PNG")
 
 

@@ -1,9 +1,9 @@
 """Every figure committed in a notebook or the talk is readable where it is shown: at most `viz.WIDEST_PX` wide, and its
-smallest text (recorded in the PNG by `viz.notebook_png`) at least `viz.SMALLEST_TEXT_PX` once the book's column
-shrinks it. A planted wide figure with small text fails the same check."""
+smallest text (recorded in the PNG by `viz.notebook_figure`) at least `viz.SMALLEST_TEXT_PX` once the book's column
+shrinks it; and it says what it shows to a reader who cannot see it: an image with alt text read from the figure
+(`alttext.describe`), the same text the PNG records. A planted wide figure with small text fails the same check."""
 from __future__ import annotations
 
-import base64
 import io
 import json
 import struct
@@ -29,7 +29,11 @@ def png_facts(png: bytes) -> tuple[int, dict[str, str]]:
     while at < len(png):
         length, kind = struct.unpack(">I4s", png[at:at + 8])
         body = png[at + 8:at + 8 + length]
-        if kind == b"tEXt":
+        if kind == b"iTXt":  # keyword, 0, compression flag and method, language, 0, translated keyword, 0, text
+            key, _, rest = body.partition(b"\0")
+            text = rest[2:].split(b"\0", 2)[2]
+            texts[key.decode("latin-1")] = (zlib.decompress(text) if rest[0] else text).decode("utf-8")
+        elif kind == b"tEXt":
             key, _, value = body.partition(b"\0")
             texts[key.decode("latin-1")] = value.decode("latin-1")
         elif kind == b"zTXt":
@@ -42,21 +46,34 @@ def png_facts(png: bytes) -> tuple[int, dict[str, str]]:
 def figure_problems(png: bytes) -> list[str]:
     width, texts = png_facts(png)
     if viz.SMALLEST_TEXT_KEY not in texts:
-        return [f"{width} px wide, with no record of its smallest text: not shown through viz.notebook_png"]
+        return [f"{width} px wide, with no record of its smallest text: not shown through viz.notebook_figure"]
     return viz.readability(width, float(texts[viz.SMALLEST_TEXT_KEY]))
 
 
 def committed_figures(path: Path):
+    """(cell index, PNG, alt text or None) of every figure an output of the notebook at `path` shows."""
     for index, cell in enumerate(json.loads(path.read_text())["cells"]):
         for output in cell.get("outputs", []):
-            if "image/png" in output.get("data", {}):
-                yield index, base64.b64decode(output["data"]["image/png"])
+            for png, alt in viz.shown_figures(output.get("data", {})):
+                yield index, png, alt
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_committed_figure_is_readable_in_the_book(path):
-    problems = {f"cell {index}": figure_problems(png) for index, png in committed_figures(path)}
+    problems = {f"cell {index}": figure_problems(png) for index, png, _ in committed_figures(path)}
     assert not {cell: found for cell, found in problems.items() if found}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_committed_figure_says_what_it_shows(path):
+    """Each figure is an image with alt text (never a bare PNG, whose alt JupyterLab and the book leave empty or set
+    to a file name), the text its PNG records, and it names what it shows in words and numbers."""
+    figures = list(committed_figures(path))
+    assert figures
+    for index, png, alt in figures:
+        assert alt is not None, f"cell {index}: a bare image/png output, without alt text"
+        assert alt == png_facts(png)[1].get(viz.DESCRIPTION_KEY), f"cell {index}: alt text and PNG disagree"
+        assert len(alt) >= 40 and any(ch.isdigit() for ch in alt), f"cell {index}: {alt!r} says too little"
 
 
 def planted(width_in: float, fontsize: float) -> bytes:
@@ -64,7 +81,8 @@ def planted(width_in: float, fontsize: float) -> bytes:
     ax.plot([0, 1], [0, 1])
     ax.set_title("planted", fontsize=fontsize)
     ax.tick_params(labelsize=fontsize)
-    png = base64.b64decode(viz.notebook_png(fig))
+    ((png, alt),) = viz.shown_figures({"text/html": viz.notebook_figure(fig)})
+    assert alt == "Planted: line chart; 0 at 0 to 1 at 1."
     plt.close(fig)
     return png
 

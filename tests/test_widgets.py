@@ -1,7 +1,6 @@
 """ipywidgets explorers (widgets.head_explorer, widgets.grid_explorer) on synthetic attention."""
 from __future__ import annotations
 
-import base64
 import warnings
 
 import ipywidgets
@@ -29,10 +28,11 @@ def examples():
 
 
 def shown_png(explorer) -> bytes:
+    """The PNG the explorer shows, checked to carry the alt text of the figure drawn."""
     (output,) = explorer.output.outputs
     assert output["output_type"] == "display_data"
-    png = base64.b64decode(output["data"]["image/png"])
-    assert png.startswith(b"\x89PNG")
+    ((png, alt),) = viz.shown_figures(output["data"])
+    assert png.startswith(b"\x89PNG") and alt == explorer.alt and len(alt) > 20
     return png
 
 
@@ -46,8 +46,9 @@ def test_head_explorer_controls(examples):
     assert [value for _, value in explorer.example.options] == [0, 1, 2]
     assert labels[0] == "1: the cat sat. | it ran,!"  # a preview without [CLS] / [SEP], the pair's parts split
     assert labels[2].startswith("3: a dog barked")
-    assert (explorer.layer.min, explorer.layer.max, explorer.layer.value) == (1, 2, 1)
-    assert (explorer.head.min, explorer.head.max, explorer.head.value) == (1, 3, 1)
+    assert (list(explorer.layer.options), explorer.layer.value) == ([1, 2], 1)
+    assert (list(explorer.head.options), explorer.head.value) == ([1, 2, 3], 1)
+    assert (explorer.layer.description, explorer.head.description) == ("layer", "head")
     assert set(explorer.controls) == {"example", "layer", "head"}
     assert "bertlook-head-explorer" in explorer.widget._dom_classes
     assert explorer.draws == 1 and shown_text(explorer) == "example 1, head 1-1"
@@ -65,7 +66,7 @@ def test_changing_a_control_redraws(examples, control, value, text):
     assert len(explorer.output.outputs) == 1  # replaced, not appended
 
 
-def test_sliders_are_one_indexed(examples, monkeypatch):
+def test_layer_and_head_menus_are_one_indexed(examples, monkeypatch):
     calls = []
     real = viz.head_figure
 
@@ -127,7 +128,7 @@ def test_display_is_one_output_live_widget_first_snapshot_as_fallback(examples, 
     (bundle, kwargs), = shown
     assert kwargs == {"raw": True}
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id
-    assert base64.b64decode(bundle["image/png"]) == first
+    assert viz.shown_figures(bundle)[0][0] == first and "image/png" not in bundle
     assert bundle["text/plain"] == "example 1, head 1-1"
     assert explorer.output in explorer.widget.children
 
@@ -257,10 +258,12 @@ def test_the_gallery_holds_a_still_of_every_kind_for_pages_without_a_kernel(exam
     assert widgets.SNAPSHOT_ONLY in still._dom_classes and still.layout.display == "none"
     assert widgets.LIVE_ONLY in controls._dom_classes and widgets.LIVE_ONLY in output._dom_classes
     (picture,) = still.outputs
-    png = base64.b64decode(picture["data"]["image/png"])
+    ((png, alt),) = viz.shown_figures(picture["data"])
+    assert "grid of" in alt or "panels" in alt
     assert png.startswith(b"\x89PNG") and png != shown_png(explorer)
     explorer.group.value = "diagonal"  # the still stays; the live map follows the menu
     assert still.outputs == (picture,) and shown_text(explorer) == "diagonal: map 1 of 1"
+    assert list(explorer.index.options) == [1] and explorer.index.value == 1  # the map menu follows the group
 
 
 def test_pattern_gallery_draws_the_shortest_maps_of_each_kind_with_their_tokens(examples):

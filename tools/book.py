@@ -14,6 +14,8 @@ no solution or check cell shows any. The instructor edition renders the notebook
 on every page names the edition. The source tree (build/book_src/) mirrors the repository, so the notebooks'
 links to one another and to the READMEs become links between pages; a link to a file that is not a page keeps
 only its text.
+Two controls of every page that the theme and myst-nb name with an aria-label leaving out their visible text are
+left with their text as their name (`fix_pages`; axe-core's label-content-name-mismatch, tests/test_accessibility.py).
 MathJax, require.js and the Jupyter widgets renderer are copied from node_modules/ (`make assets`) into _static/,
 as tools/export.py does for its pages. Then every page (with the BertViz views' iframes), script and stylesheet the
 build wrote is scanned with export.py's scanner for anything a browser would fetch from the network; any reference
@@ -50,11 +52,22 @@ EDITIONS = {
 }
 OUT = EDITIONS["student"][0]
 ASSETS = [(src, dst) for src, dst in export.ASSETS if src.startswith(("mathjax", "requirejs", "@jupyter-widgets"))]
-# an explorer's controls wrap in the narrow column instead of squeezing its sliders to nothing
+# an explorer's controls wrap in the narrow column instead of squeezing its menus to nothing
 CSS = (".widget-hbox { flex-wrap: wrap; }\n"
        # the edition's banner: blue for students, red for the instructor's solutions
        ".bd-header-announcement { background: #dbe9f7; color: #102a43; font-size: 1rem; }\n"
-       ".bd-header-announcement:has(.instructor) { background: #f9d9d5; color: #5c1a12; }\n")
+       ".bd-header-announcement:has(.instructor) { background: #f9d9d5; color: #5c1a12; }\n"
+       # MathJax 2 shows a formula's TeX in #888 on white (3.5:1) until it is typeset: WCAG AA's 4.5:1 instead
+       # (span.: more specific than the rule MathJax adds to the page after this stylesheet)
+       "span.MathJax_Preview { color: #595959; }\n")
+# axe-core's label-content-name-mismatch (WCAG 2.5.3, label in name; serious): an aria-label replaces an element's
+# visible text as its name, so a voice-control user who says what they see names nothing. Two controls of every
+# page carry one that leaves their text out: the theme's search field (pydata-sphinx-theme's
+# components/search-button-field.html: "Search" over "Search Ctrl+K") and myst-nb's toggle of a cell's hidden
+# code ("Toggle hidden content" over "Show code cell source"). Their aria-labels are dropped from the written pages
+# (`label_in_name`): the visible text becomes the name.
+LABEL_NOT_IN_NAME = re.compile(r'(<button class="btn search-button-field[^>]*?) aria-label="[^"]*"'
+                               r'|(<summary) aria-label="Toggle hidden content"')
 SRCDOC = re.compile(r'srcdoc="([^"]*)"')
 LINK = re.compile(r"\[([^\]]*(?:\[[^\]]*\][^\]]*)*)\]\(([^)\s]+)\)")  # [text](target); text may hold [CLS]
 CONFIG = {
@@ -77,7 +90,6 @@ CONFIG = {
     # (the pages with widgets are one folder deep) in place of the default remote one
     "nb_ipywidgets_js": {"requirejs/require.js": {},
                          "html-manager/embed-amd.js": {"data-jupyter-widgets-cdn": "../_static/html-manager/"}},
-    "suppress_warnings": ["myst.header"],  # the talk's title slide goes from H1 to H3
 }
 
 
@@ -222,9 +234,25 @@ def remote_references(out: Path = OUT) -> dict[Path, list[str]]:
     return {path: refs for path, refs in found.items() if refs}
 
 
+def label_in_name(page: str) -> str:
+    """A written page without the aria-labels that hide the visible text of its controls (LABEL_NOT_IN_NAME)."""
+    return LABEL_NOT_IN_NAME.sub(lambda match: match.group(1) or match.group(2), page)
+
+
+def fix_pages(out: Path = OUT) -> None:
+    """`label_in_name` on every page Sphinx wrote (in place; a page already fixed is left as it is)."""
+    for path in out.rglob("*.html"):
+        if path.parent.name == "_static":  # the theme's Jinja macros
+            continue
+        text = path.read_text(encoding="utf-8")
+        fixed = label_in_name(text)
+        if fixed != text:
+            path.write_text(fixed, encoding="utf-8")
+
+
 def build(out: Path = OUT, edition: str = "student") -> Path:
-    """Write the edition's sources next to `out` (<out>_src/), run Sphinx (warnings to stderr), copy the assets,
-    check that nothing is remote. Returns the landing page."""
+    """Write the edition's sources next to `out` (<out>_src/), run Sphinx (warnings to stderr), fix the pages'
+    accessible names (`fix_pages`), copy the assets, check that nothing is remote. Returns the landing page."""
     from sphinx.application import Sphinx
 
     src = out.with_name(f"{out.name}_src")
@@ -234,6 +262,7 @@ def build(out: Path = OUT, edition: str = "student") -> Path:
     app.build()
     if app.statuscode:
         raise SystemExit(f"sphinx failed ({app.statuscode})")
+    fix_pages(out)
     copy_assets(out)
     remote = remote_references(out)
     if remote:

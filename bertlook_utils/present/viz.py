@@ -7,6 +7,9 @@ the papers, built on them, are in `figures`; BertViz's views in `views`.
 """
 from __future__ import annotations
 
+import base64
+import html
+import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -17,6 +20,7 @@ import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.patches import Rectangle
 
+from . import alttext
 from ..core.conventions import check_head, head_label
 from ..core.models import Encoded
 
@@ -43,7 +47,7 @@ SEQUENTIAL_CMAP = "viridis"  # an ordered quantity that is not attention (layer,
 
 def use_style() -> None:
     """The kit's figure style: readable on slides, light grid, no top/right spines; in a notebook, figures are shown
-    through `notebook_png`."""
+    through `notebook_figure` (an image with its alt text)."""
     plt.rcParams.update({
         "figure.dpi": 100, "savefig.dpi": 100, "font.size": 11, "axes.titlesize": 12,
         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
@@ -53,9 +57,10 @@ def use_style() -> None:
     from matplotlib.figure import Figure
 
     shell = get_ipython()
-    if shell is not None:  # in a notebook: record each figure's smallest text in its PNG
+    if shell is not None:  # in a notebook: each figure an <img> with its alt text, its smallest text in its PNG
         plt.switch_backend(plt.get_backend())  # load the backend now: loading it later resets the PNG formatter
-        shell.display_formatter.formatters["image/png"].for_type(Figure, notebook_png)
+        shell.display_formatter.formatters["image/png"].for_type(Figure, lambda fig: None)
+        shell.display_formatter.formatters["text/html"].for_type(Figure, notebook_figure)
 
 
 def literal(text: str) -> str:
@@ -144,6 +149,12 @@ def plot_model_grid(enc: Encoded, max_tokens: int = 40, size: float = 0.85):
                 ax.set_title(f"head {head + 1}", fontsize=9)
             if head == 0:
                 ax.set_ylabel(f"layer {layer + 1}", fontsize=9)
+    received = enc.attn[:, :, :n, :n].mean(axis=2).argmax(axis=-1)  # [layers, heads]: the token most attended
+    special = [i for i, token in enumerate(enc.tokens[:n]) if token in (enc.cls_token, enc.sep_token)]
+    alttext.headline(fig, f"Every head's attention map on one input of {n} tokens, {n_layers} layers (layer 1 at "
+                          f"the top) by {n_heads} heads; in {int(np.isin(received, special).sum())} of "
+                          f"{n_layers * n_heads} heads the token that receives most attention is {enc.cls_token} or "
+                          f"{enc.sep_token}")
     return fig
 
 
@@ -260,6 +271,8 @@ SMALLEST_TEXT_PX = 8  # the smallest text a reader can read, once the column has
 
 
 SMALLEST_TEXT_KEY = "Smallest text pt"  # the PNG text chunk where a notebook figure records its smallest text
+DESCRIPTION_KEY = "Description"  # the PNG's standard text chunk for what it shows: the figure's alt text
+FIGURE_CLASS = "bertlook-figure"  # the class of a figure's <img>, for the slides' style and the tools that read it
 
 
 def smallest_text_pt(fig) -> float:
@@ -289,12 +302,37 @@ def unreadable(fig) -> list[str]:
     return readability(fig.get_tightbbox(renderer).width * fig.dpi, smallest_text_pt(fig), fig.dpi)
 
 
-def notebook_png(fig) -> str | None:
-    """The inline backend's PNG of `fig` (base64, cropped to what is drawn), with its smallest text recorded under
-    `SMALLEST_TEXT_KEY` so that a test can check the committed figure's readability."""
+def png_metadata(fig) -> dict[str, str]:
+    """What a figure's PNG records: its smallest text (`SMALLEST_TEXT_KEY`) and its alt text (`DESCRIPTION_KEY`)."""
+    return {SMALLEST_TEXT_KEY: f"{smallest_text_pt(fig):g}", DESCRIPTION_KEY: alttext.describe(fig)}
+
+
+def figure_html(png: bytes, alt: str) -> str:
+    """An <img> of `png` (inline, as a data URI) with `alt` as its alt text, escaped (a token in a title stays text)."""
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<img class="{FIGURE_CLASS}" alt="{html.escape(alt, quote=True)}" '
+            f'src="data:image/png;base64,{data}">')
+
+
+def notebook_figure(fig) -> str:
+    """The inline backend's PNG of `fig` (cropped to what is drawn, `png_metadata` recorded) as an <img> whose alt
+    text says what it shows (`alttext.describe`): JupyterLab, the book and the slides read it from there."""
     from IPython.core.pylabtools import print_figure
 
-    return print_figure(fig, fmt="png", base64=True, metadata={SMALLEST_TEXT_KEY: f"{smallest_text_pt(fig):g}"})
+    metadata = png_metadata(fig)
+    png = print_figure(fig, fmt="png", metadata=metadata)
+    return figure_html(png, metadata[DESCRIPTION_KEY])
+
+
+def shown_figures(data: dict) -> list[tuple[bytes, str | None]]:
+    """The PNGs an output's `data` bundle shows, each with its alt text: a bare image/png (no alt: None) or the
+    kit's figure <img> elements in its text/html."""
+    if "image/png" in data:
+        return [(base64.b64decode(data["image/png"]), None)]
+    markup = data.get("text/html", "")
+    markup = "".join(markup) if isinstance(markup, list) else markup
+    return [(base64.b64decode(src), html.unescape(alt)) for alt, src in re.findall(
+        rf'<img class="{FIGURE_CLASS}" alt="([^"]*)" src="data:image/png;base64,([A-Za-z0-9+/=]+)">', markup)]
 
 
 EXPORT_FORMATS = ("png", "svg", "pdf")
@@ -309,16 +347,18 @@ def save(drawn, path, dpi: int = 200) -> Path:
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"save as one of {', '.join('.' + f for f in EXPORT_FORMATS)}, not {path.name!r}")
     fig = getattr(drawn, "figure", None) or getattr(np.ravel(drawn)[0], "figure", drawn)
+    described = {"png": DESCRIPTION_KEY, "svg": "Description", "pdf": "Subject"}[fmt]  # each format's own key
     with plt.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
-        fig.savefig(path, format=fmt, dpi=dpi, bbox_inches="tight")
+        fig.savefig(path, format=fmt, dpi=dpi, bbox_inches="tight", metadata={described: alttext.describe(fig)})
     return path
 
 
 def figure_png(fig) -> bytes:
-    """PNG bytes of a Figure; closes it in pyplot so that the notebook does not show it a second time."""
+    """PNG bytes of a Figure (`png_metadata` recorded); closes it in pyplot so that the notebook does not show it a
+    second time."""
     import io
 
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", metadata={SMALLEST_TEXT_KEY: f"{smallest_text_pt(fig):g}"})
+    fig.savefig(buffer, format="png", metadata=png_metadata(fig))
     plt.close(fig)
     return buffer.getvalue()

@@ -1,13 +1,14 @@
 """ipywidgets explorers: pick an example, a layer and a head, and see the attention map.
 
-`head_explorer(examples)`: an example menu and layer / head sliders (1-indexed) over `viz.plot_head`;
+`head_explorer(examples)`: an example menu and layer / head menus (1-indexed) over `viz.plot_head`;
 `grid_explorer(examples)`: an example menu over `viz.plot_model_grid` (every head as a thumbnail); given the
 encoder, both add a text box for the learner's own text (`A | B` for a pair).
 `gallery_explorer(items)`: maps by group (notebook 08's hand labels); `relation_explorer(scores)`: every
 head's accuracy for a chosen relation (notebook 04); `cluster_explorer(result)`: a head on the MDS map beside
 its attention (notebook 07). Drawing lives in `viz` and `figures`; here controls are only wired to it. Each
 explorer redraws into an `ipywidgets.Output` (its `outputs` are replaced by a PNG, so the saved widget state
-holds the figure).
+holds the figure, as an image with its alt text). Every control is a named menu, text box or toggle, used from the
+keyboard (Tab to it, arrow keys to change it); no slider, whose handle a screen reader cannot name.
 
 An explorer is displayed as one output holding the live widget and, as a fallback, a PNG of its first view:
 JupyterLab shows only the live widget; a page or book that cannot render widgets shows the PNG. A page that renders
@@ -17,7 +18,6 @@ those marked LIVE_ONLY; a kernel re-creates the explorer live, without the note.
 """
 from __future__ import annotations
 
-import base64
 import re
 import warnings
 from typing import Callable, Sequence
@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 import ipywidgets as widgets
 import numpy as np
 
-from . import figures, viz
+from . import alttext, figures, viz
 from .figures.kovaleva import pattern_gallery
 from ..analyses.clustering import BEHAVIOUR_NAMES, ClusterResult
 from ..core.conventions import check_head, head_label
@@ -75,20 +75,32 @@ def _marked(widget: widgets.DOMWidget, mark: str) -> widgets.DOMWidget:
     return widget
 
 
-def _png_output(png: bytes, text: str) -> dict:
-    """An nbformat display_data output holding a PNG (what an Output widget stores)."""
+def _figure_output(png: bytes, alt: str, text: str) -> dict:
+    """An nbformat display_data output showing a PNG as an image with its alt text (what an Output widget stores)."""
     return {"output_type": "display_data", "metadata": {},
-            "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": text}}
+            "data": {"text/html": viz.figure_html(png, alt), "text/plain": text}}
+
+
+def _drawn(fig) -> tuple[bytes, str]:
+    """A drawn Figure's PNG and alt text (`alttext.describe`); the figure is closed."""
+    alt = alttext.describe(fig)
+    return viz.figure_png(fig), alt
+
+
+def _number_menu(description: str, n: int, value: int) -> widgets.Dropdown:
+    """A named menu of the numbers 1..n (a layer, a head, a map): a <select> a screen reader names."""
+    return widgets.Dropdown(options=list(range(1, n + 1)), value=value, description=description,
+                            layout=widgets.Layout(width="11em"))
 
 
 class Explorer:
     """Controls wired to one draw function; `widget` is the live ipywidgets layout.
 
     `redraw()` draws the current selection into `output` (and counts it in `draws`); every control in
-    `controls` redraws when its value changes. `png` holds the last picture drawn. The layout carries the
-    CSS class `css_class` (e.g. "bertlook-head-explorer"), for styling and browser tests. Its first child is
-    `note` (SNAPSHOT_NOTE, hidden while live); given a `static` figure (what a page without a kernel shows in
-    place of the controls and their drawing), that figure is the fallback PNG too."""
+    `controls` redraws when its value changes. `png` and `alt` hold the last picture drawn and its alt text. The
+    layout carries the CSS class `css_class` (e.g. "bertlook-head-explorer"), for styling and browser tests. Its
+    first child is `note` (SNAPSHOT_NOTE, hidden while live); given a `static` figure (what a page without a
+    kernel shows in place of the controls and their drawing), that figure is the fallback PNG too."""
 
     css_class = "bertlook-explorer"
 
@@ -97,15 +109,15 @@ class Explorer:
         self.controls = controls
         self.output = widgets.Output()
         self.draws = 0
-        self.png = b""
+        self.png, self.alt = b"", ""
         self.snapshot = snapshot
         self._draw, self._describe = draw, describe
         self.note = _marked(widgets.HTML(f'<span style="{NOTE_STYLE}">{SNAPSHOT_NOTE}</span>'), SNAPSHOT_ONLY)
         self.note.add_class("bertlook-snapshot-note")
         parts = [self.note, widgets.HBox(list(controls.values())), self.output]
         if static is not None:
-            static_png = viz.figure_png(static)
-            still = widgets.Output(outputs=(_png_output(static_png, "every map, without a kernel"),))
+            static_png, static_alt = _drawn(static)
+            still = widgets.Output(outputs=(_figure_output(static_png, static_alt, "every map, without a kernel"),))
             parts = [self.note, _marked(still, SNAPSHOT_ONLY)] + [_marked(part, LIVE_ONLY) for part in parts[1:]]
         self.widget = widgets.VBox(parts)
         self.widget.add_class("bertlook-explorer")
@@ -113,13 +125,13 @@ class Explorer:
         for control in controls.values():
             control.observe(self.redraw, names="value")
         self.redraw()
-        self._first_png = self.png if static is None else static_png
+        self._first_png, self._first_alt = (self.png, self.alt) if static is None else (static_png, static_alt)
         self._first_text = self._describe()
 
     def redraw(self, change=None) -> None:
         """Draw the current selection into the Output (replacing what it held)."""
-        self.png = viz.figure_png(self._draw())
-        self.output.outputs = (_png_output(self.png, self._describe()),)
+        self.png, self.alt = _drawn(self._draw())
+        self.output.outputs = (_figure_output(self.png, self.alt, self._describe()),)
         self.draws += 1
 
     def _ipython_display_(self) -> None:
@@ -130,7 +142,7 @@ class Explorer:
             return
         view = {"model_id": self.widget.model_id, "version_major": 2, "version_minor": 0}
         display({"application/vnd.jupyter.widget-view+json": view, "text/plain": self._first_text,
-                 "image/png": base64.b64encode(self._first_png).decode("ascii")}, raw=True)
+                 "text/html": viz.figure_html(self._first_png, self._first_alt)}, raw=True)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {self._describe()}>"
@@ -186,7 +198,7 @@ class _OwnText:
 
 
 class HeadExplorer(Explorer):
-    """Example menu + layer and head sliders (1-indexed) over a heatmap of one head (`viz.plot_head`)."""
+    """Example menu + layer and head menus (1-indexed) over a heatmap of one head (`viz.plot_head`)."""
 
     css_class = "bertlook-head-explorer"
 
@@ -197,8 +209,8 @@ class HeadExplorer(Explorer):
         check_head(layer, head, n_layers, n_heads)
         self.max_tokens = max_tokens
         self.example = _example_menu(self.examples)
-        self.layer = widgets.IntSlider(value=layer, min=1, max=n_layers, description="layer", continuous_update=False)
-        self.head = widgets.IntSlider(value=head, min=1, max=n_heads, description="head", continuous_update=False)
+        self.layer = _number_menu("layer", n_layers, layer)
+        self.head = _number_menu("head", n_heads, head)
         super().__init__({"example": self.example, "layer": self.layer, "head": self.head},
                          self._figure, self._text, snapshot)
         self.own_text = _OwnText(self, encoder) if encoder is not None else None
@@ -237,7 +249,7 @@ class GridExplorer(Explorer):
 
 def head_explorer(examples: Sequence[Encoded], layer: int = 1, head: int = 1, max_tokens: int | None = 40,
                   snapshot: bool = True, encoder=None) -> HeadExplorer:
-    """Pick an example (menu with a short preview), a layer and a head (sliders, 1-indexed) and see that
+    """Pick an example (menu with a short preview), a layer and a head (menus, 1-indexed) and see that
     head's attention as a heatmap with token labels (the first `max_tokens` tokens). Given the `encoder` that
     made the examples, a text box adds the learner's own text."""
     return HeadExplorer(examples, layer, head, max_tokens, snapshot, encoder)
@@ -251,7 +263,7 @@ def grid_explorer(examples: Sequence[Encoded], max_tokens: int = 40, snapshot: b
 
 
 class GalleryExplorer(Explorer):
-    """A group menu (e.g. attention patterns) and a slider over that group's maps (`viz.plot_head`); without a
+    """A group menu (e.g. attention patterns) and a menu of that group's maps (`viz.plot_head`); without a
     kernel, a still of every group's shortest maps (`figures.kovaleva.pattern_gallery`) in their place.
 
     items: (group, Encoded, layer, head, caption) with layer and head 1-indexed."""
@@ -268,8 +280,7 @@ class GalleryExplorer(Explorer):
         self.groups = list(dict.fromkeys(item[0] for item in self.items))
         self.max_tokens = max_tokens
         self.group = widgets.Dropdown(options=self.groups, value=self.groups[0], description="pattern")
-        self.index = widgets.IntSlider(value=1, min=1, max=len(self._members()), description="map",
-                                       continuous_update=False)
+        self.index = _number_menu("map", len(self._members()), 1)
         self.group.observe(self._resize, names="value")
         super().__init__({"group": self.group, "index": self.index}, self._figure, self._text, snapshot,
                          static=pattern_gallery(self.items))
@@ -278,8 +289,8 @@ class GalleryExplorer(Explorer):
         return [item for item in self.items if item[0] == self.group.value]
 
     def _resize(self, change=None) -> None:
+        self.index.options = list(range(1, len(self._members()) + 1))
         self.index.value = 1
-        self.index.max = len(self._members())
 
     @property
     def selection(self) -> tuple[str, Encoded, int, int, str]:
@@ -304,7 +315,7 @@ class GalleryExplorer(Explorer):
 
 def gallery_explorer(items: Sequence[tuple[str, Encoded, int, int, str]], max_tokens: int | None = 64,
                      snapshot: bool = True) -> GalleryExplorer:
-    """Browse maps by group (e.g. the hand label of each attention map): a group menu and a map slider."""
+    """Browse maps by group (e.g. the hand label of each attention map): a group menu and a map menu."""
     return GalleryExplorer(items, max_tokens, snapshot)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Rectangle
 
-from .. import paper
+from .. import alttext, paper
 from ...analyses.clustering import BEHAVIOUR_NAMES, BEHAVIOURS, ClusterResult, GroupTest, linkage
 from ...core.conventions import check_head, head_label
 from ...analyses.coref import COLUMNS as MENTION_TYPES, CorefResult, Reading, System, best_head_label
@@ -272,6 +272,12 @@ def table1(heads: pd.DataFrame, baseline: pd.DataFrame, title: str | None = None
     ax.set(xlim=(0, 100), xlabel="accuracy (%): the word with most attention is the syntactic head")
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title(title or "Table 1: best head vs best fixed offset (head: paper | this run)")
+    gain = 100 * (ours.loc[relations, "accuracy"] - offsets.loc[relations, "accuracy"])
+    most = gain.idxmax()
+    alttext.headline(fig, f"In this run the best head beats the best fixed offset on {int((gain > 0).sum())} of "
+                          f"{len(relations)} relations of the paper's Table 1, most on {most} (by "
+                          f"{alttext.number(gain[most])} points, {alttext.number(100 * ours.loc[most, 'accuracy'])} % "
+                          f"against {alttext.number(100 * offsets.loc[most, 'accuracy'])} %)")
     return fig
 
 
@@ -495,7 +501,8 @@ def dendrogram(result: ClusterResult, ax=None, method: str = "average"):
     from scipy.cluster.hierarchy import dendrogram as draw_tree
 
     ax = ax or plt.subplots(figsize=(7, 0.17 * len(result.heads) + 1))[1]
-    tree = draw_tree(linkage(result.mean_distances, method), ax=ax, labels=result.heads["label"].tolist(),
+    merges = linkage(result.mean_distances, method)
+    tree = draw_tree(merges, ax=ax, labels=result.heads["label"].tolist(),
                      orientation="left", color_threshold=0, above_threshold_color=PALETTE["other"], leaf_font_size=8)
     behaviour = dict(zip(result.heads["label"], result.heads["behaviour"]))
     for text in ax.get_yticklabels():
@@ -503,6 +510,11 @@ def dendrogram(result: ClusterResult, ax=None, method: str = "average"):
     ax.set_xlabel("JS divergence per token (nats)")
     ax.grid(False)
     ax.set_title(f"{method}-linkage tree of the heads\n(labels coloured by behaviour)")
+    closest = merges[0, :2].astype(int)
+    alttext.headline(ax, f"The {len(result.heads)} heads joined as a tree by the JS divergence of their attention: "
+                         f"the first two to join are {result.heads['label'].iloc[closest[0]]} and "
+                         f"{result.heads['label'].iloc[closest[1]]} at {alttext.number(merges[0, 2])} nats, the last "
+                         f"join at {alttext.number(merges[-1, 2])}")
     return tree
 
 
