@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+import torch
 
 from bertlook_utils import exercises
 from bertlook_utils.exercises import checker
@@ -149,6 +150,29 @@ def test_a_function_that_never_returns_is_stopped_at_the_time_limit(monkeypatch,
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # the alarm is off and the handler restored
     assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
     assert exercises.check("mean_entropy", _solution("mean_entropy"), encoder)  # a quick function is not stopped
+
+
+def test_a_loop_whose_bare_except_swallows_the_stop_still_fails_at_the_time_limit(monkeypatch, encoder):
+    monkeypatch.setattr(checker, "TIME_LIMIT", 0.3)
+    solution = _solution("mean_entropy")
+
+    def swallowing(attn):  # catches the stop and runs on, then returns the right answer
+        for _ in range(60):
+            try:
+                time.sleep(0.01)
+            except:  # noqa: E722
+                pass
+        return solution(attn)
+
+    message = _fails("mean_entropy", swallowing, encoder)
+    assert "mean_entropy, on a uniform 5-token map: your function ran for more than 0.3 s" in message
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+
+
+def test_an_answer_as_a_bfloat16_tensor_is_compared_not_a_crash(encoder):
+    solution = _solution("word_level")
+    message = _fails("word_level", lambda *args: torch.as_tensor(solution(*args), dtype=torch.bfloat16), encoder)
+    assert "expected array of shape (3, 3)" in message and "got      array of shape (3, 3)" in message
 
 
 def test_outside_the_main_thread_the_check_runs_without_a_time_limit_and_says_so(encoder):

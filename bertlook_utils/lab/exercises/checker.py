@@ -10,7 +10,8 @@ and names every listed `Mistake` (a wrong implementation) that gives the same an
 NaN, torch's `dim=` on a numpy array), or says how the answer differs in kind (None: a forgotten `return`; a string
 for a number; another shape). A function that still raises NotImplementedError gets a "not written yet" note and
 `check` returns False; under nbgrader's autograder (NBGRADER_EXECUTION set) it raises instead, so an empty
-function scores nothing. One that runs past TIME_LIMIT seconds is stopped (in the main thread, as in a kernel).
+function scores nothing. One that runs past TIME_LIMIT seconds is stopped (in the main thread, as in a kernel), and
+fails even where a bare `except:` caught the stop.
 """
 from __future__ import annotations
 
@@ -142,9 +143,11 @@ def real_inputs(encoder) -> RealInputs:
 
 # -- comparing answers --------------------------------------------------------------------------------
 def _plain(value):
-    """Tensors and numpy scalars -> numpy; dicts, tuples and lists kept as containers."""
+    """Tensors and numpy scalars -> numpy (bfloat16, which numpy lacks, as float32); dicts, tuples and lists kept as
+    containers."""
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
+        value = value.detach().cpu()
+        return (value.float() if value.dtype == torch.bfloat16 else value).numpy()
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)) and any(isinstance(v, (dict, torch.Tensor)) for v in value):
@@ -302,7 +305,8 @@ def _where_in(error: BaseException) -> str:
 
 
 class _TimeUp(BaseException):
-    """Raised into the learner's function at TIME_LIMIT (a BaseException: `except Exception` does not catch it)."""
+    """Raised into the learner's function at TIME_LIMIT (a BaseException: `except Exception` does not catch it), and
+    again when the call ends, should a bare `except:` have caught it."""
 
 
 @contextmanager
@@ -317,7 +321,10 @@ def _time_limit(seconds: float) -> Iterator[None]:
         yield
         return
 
+    fired = []
+
     def stop(signum, frame):
+        fired.append(signum)
         raise _TimeUp
 
     previous = signal.signal(signal.SIGALRM, stop)
@@ -327,6 +334,8 @@ def _time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if fired:  # the call ran past the limit, whatever it did with the stop
+            raise _TimeUp
 
 
 def _verdict(exercise: Exercise, fn: Callable, case: Case) -> None:
@@ -336,7 +345,7 @@ def _verdict(exercise: Exercise, fn: Callable, case: Case) -> None:
             got = case.call(fn)
     except _TimeUp:
         raise CheckFailed(f"{where}: your function ran for more than {TIME_LIMIT:g} s: look for a loop that "
-                          "never ends") from None
+                          "never ends, or a bare `except:` that catches the stop") from None
     except NotImplementedError:
         raise NotWritten(f"{exercise.name} is not written yet: replace `# YOUR CODE HERE` and `raise "
                          "NotImplementedError()` with your code (the hints are above the cell)") from None
