@@ -44,6 +44,16 @@ def test_a_deletion_curve_is_the_distance_of_each_masked_embedding(encoder):
         faithfulness.deletion_curve(encoder, text, [[3, 99]], depth=2)
 
 
+@pytest.mark.parametrize("orders, depth, words", [
+    ([[3, 3, 2]], 2, r"an order repeats position 3 in its first depth=2"),
+    ([[3, 1]], 0, "depth must be an integer of 1 or more, got 0"),
+    ([[3, 1]], True, "depth must be an integer of 1 or more, got True"),
+])
+def test_a_deletion_curve_refuses_repeated_positions_and_no_depth(encoder, orders, depth, words):
+    with pytest.raises(ValueError, match=words):
+        faithfulness.deletion_curve(encoder, "The old lighthouse keeper watched the storm.", orders, depth=depth)
+
+
 def test_integrated_gradients_give_nothing_to_tokens_at_their_baseline_and_sum_to_the_cosine_change(encoder):
     pytest.importorskip("captum")
     text = "Rivers carry sand to the sea."

@@ -33,6 +33,11 @@ def test_alti_and_rows_refuse_what_they_cannot_read():
         mixing.rollout(np.zeros((2, 3)))
 
 
+def test_normalise_rows_refuses_nan_rather_than_zeroing_the_row():
+    with pytest.raises(ValueError, match="contribution scores hold NaN"):
+        mixing.normalise_rows(np.array([[0.5, 0.5], [np.nan, 1.0]]))
+
+
 def test_rollout_composes_the_layers_and_keeps_the_identity():
     eye = np.broadcast_to(np.eye(3), (4, 3, 3))
     np.testing.assert_array_equal(mixing.rollout(eye), eye)
@@ -62,6 +67,13 @@ def test_value_zeroing_of_a_one_word_input_and_a_layer_out_of_range(encoder):
     np.testing.assert_allclose(maps.sum(-1), 1.0)
     with pytest.raises(ValueError, match="layers must lie in 0-5"):
         mixing.value_zeroing(encoder, "cat", layers=[6])
+
+
+@pytest.mark.parametrize("layers, words", [([True], "layers must be integers"), ([1.0], "layers must be integers"),
+                                           ([], "layers must name at least one layer")])
+def test_value_zeroing_refuses_layers_that_are_not_layer_numbers(encoder, layers, words):
+    with pytest.raises(ValueError, match=words):
+        mixing.value_zeroing(encoder, "cat", layers=layers)
 
 
 def test_every_map_of_the_real_model_is_row_stochastic_and_attention_is_the_models(encoder):

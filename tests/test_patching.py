@@ -45,6 +45,18 @@ def test_inputs_that_cannot_align_and_unknown_components_are_refused(encoder):
         patching.patched_outputs(encoder, base, base, [[("head", 0, 12)]])
 
 
+@pytest.mark.parametrize("component, words", [
+    (("head", 1, True), r"head must be an integer \(0-based\), got True"),
+    (("head", True, 1), r"layer must be an integer \(0-based\), got True"),
+    (("mlp", 1.0, None), r"layer must be an integer \(0-based\), got 1.0"),
+    (("attention", 0, 5), r"a component of kind 'attention' takes no head \(None\), got 5"),
+])
+def test_components_whose_layer_or_head_is_not_a_number_of_theirs_are_refused(encoder, component, words):
+    base = _pad(encoder, BASE)
+    with pytest.raises(ValueError, match=words):
+        patching.patched_outputs(encoder, base, base, [[component]])
+
+
 def test_all_heads_of_a_layer_together_are_its_attention_block(encoder):
     base, source = _pad(encoder, BASE), _pad(encoder, SOURCE)
     heads = [("head", 1, h) for h in range(encoder.n_heads)]

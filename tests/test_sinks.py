@@ -100,6 +100,19 @@ def test_softmax1_is_stable_for_extreme_logits_and_keeps_the_type():
         sinks.softmax1(np.float64(1.0))
 
 
+def test_softmax1_gives_a_row_with_infinite_logits_to_them_alone():
+    assert sinks.softmax1(np.array([np.inf, 0.0])).tolist() == [1.0, 0.0]  # the limit, not NaN
+    both = sinks.softmax1(torch.tensor([[np.inf, -np.inf, np.inf], [0.0, 0.0, -np.inf]]))
+    assert both.tolist() == [[0.5, 0.0, 0.5], pytest.approx([1 / 3, 1 / 3, 0.0])]  # equal logits, equal shares
+    assert sinks.softmax1(np.array([[np.inf, 0.0], [0.0, np.inf]]), dim=0).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_clipped_softmax_refuses_an_infinite_gamma_or_zeta():
+    for gamma, zeta in ((-0.025, np.inf), (-np.inf, 1.0)):
+        with pytest.raises(ValueError, match="gamma and zeta must be finite"):
+            sinks.clipped_softmax(np.zeros(3), gamma=gamma, zeta=zeta)
+
+
 def test_clipped_softmax_reaches_exact_zeros_and_ones():
     gamma = -0.025
     p = np.array([0.5, 0.49, 0.01])  # softmax of its logs

@@ -204,7 +204,7 @@ def test_a_window_shows_its_tokens_and_their_attention(pair):
     assert across[1]["left_text"] == PAIR_TOKENS[3:6] and across[2]["left_text"] == PAIR_TOKENS[6:9]  # A, B
 
 
-@pytest.mark.parametrize("window", [(5, 5), (-1, 3), (0, 12), (0.0, 3), (3,), "0:3"])
+@pytest.mark.parametrize("window", [(5, 5), (-1, 3), (0, 12), (0.0, 3), (3,), "0:3", (True, 4), (0, True)])
 def test_a_bad_window_is_refused(pair, window):
     with pytest.raises(ValueError, match=r"window must be \(start, stop\).*0 <= start < stop <= 11"):
         views.head_view(pair, window=window)

@@ -21,6 +21,7 @@ moves it sooner. Random orders of the same tokens are the control.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -95,11 +96,18 @@ def deletion_curve(encoder: Encoder, item, orders: Sequence[Sequence[int]], dept
     """[len(orders), depth]: for each order of token positions (best first), the cosine distance between the
     input's embedding and that with its first k positions masked (k = 1 … depth; attention mask 0, out of the
     mean); one forward pass for every order and k."""
+    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 1:
+        raise ValueError(f"depth must be an integer of 1 or more, got {depth!r}")
     batch = next(batches(encoder, [item], attention=False))
     n = int(batch.lengths[0])
     orders = [list(map(int, order)) for order in orders]
     if not orders or any(len(order) < depth for order in orders):
         raise ValueError(f"every order must hold at least depth={depth} positions")
+    for order in orders:
+        repeated = [p for k, p in enumerate(order[:depth]) if p in order[:k]]
+        if repeated:
+            raise ValueError(f"an order repeats position {repeated[0]} in its first depth={depth} positions: each "
+                             "step must mask one more token")
     if any(not 0 <= p < n for order in orders for p in order[:depth]):
         raise ValueError(f"positions must lie in 0-{n - 1}")
     mask = batch.model_inputs["attention_mask"]

@@ -18,6 +18,7 @@ Each map is normalised row by row (a row of zeros stays zeros). `rollout` compos
 """
 from __future__ import annotations
 
+import numbers
 from typing import Sequence
 
 import numpy as np
@@ -34,6 +35,8 @@ METHODS = ("attention", "norm", "block", "alti", "value_zeroing")
 def normalise_rows(scores: np.ndarray) -> np.ndarray:
     """[..., n, n] non-negative -> each row divided by its sum (rows summing to 0 stay 0)."""
     scores = np.asarray(scores, dtype=np.float64)
+    if np.isnan(scores).any():
+        raise ValueError("contribution scores hold NaN")
     if (scores < 0).any():
         raise ValueError("contribution scores must be non-negative")
     totals = scores.sum(-1, keepdims=True)
@@ -71,6 +74,8 @@ def value_zeroed_states(encoder: Encoder, item, layer: int) -> torch.Tensor:
     """[n + 1, n, D] float64: layer `layer`'s output (0-based) for one input (a text, pair or segment), row 0
     unchanged and row j + 1 with token j's value vectors (every head, bias included) zeroed in that layer. One
     batch of n + 1 copies."""
+    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral):
+        raise ValueError(f"layers must be integers (0-based), got {layer!r}")
     if not 0 <= layer < encoder.n_layers:
         raise ValueError(f"layers must lie in 0-{encoder.n_layers - 1} (0-based), got {layer}")
     batch = next(batches(encoder, [item], attention=False))
@@ -94,6 +99,8 @@ def value_zeroing(encoder: Encoder, item, layers: Sequence[int] | None = None) -
     """Value Zeroing maps of one input (a text, pair or segment): [len(layers), n, n] (0-based layers; None:
     all), row i column j = cosine distance of token i's output of the layer with token j's value vectors zeroed
     there (`value_zeroed_states`), rows normalised."""
+    if layers is not None and not len(layers):
+        raise ValueError("layers must name at least one layer (None: all)")
     maps = []
     for layer in range(encoder.n_layers) if layers is None else layers:
         hidden = value_zeroed_states(encoder, item, layer)

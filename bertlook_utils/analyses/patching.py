@@ -14,6 +14,7 @@ component set is a list of components patched together (one component: `[c]`).
 """
 from __future__ import annotations
 
+import numbers
 from typing import Sequence
 
 import torch
@@ -40,9 +41,15 @@ def every_component(encoder: Encoder) -> list[Component]:
 
 def _module(model: nn.Module, component: Component) -> tuple[nn.Module, bool]:
     """(the module whose activation the component is, whether it is that module's input rather than its output)."""
-    kind, layer, _ = component
+    kind, layer, head = component
     if kind not in KINDS:
         raise ValueError(f"a component's kind must be one of {KINDS}, got {kind!r}")
+    for name, value in [("layer", layer)] + ([("head", head)] if kind == "head" else []):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"a component's {name} must be an integer (0-based), got {value!r}")
+    if kind != "head" and head is not None:
+        raise ValueError(f"a component of kind {kind!r} takes no head (None), got {head!r}: one head is "
+                         "('head', layer, h)")
     layers = intervene.encoder_layers(model)
     if not 0 <= layer < len(layers):
         raise ValueError(f"layer {layer} is out of range: the model has layers 0-{len(layers) - 1} (0-based)")
@@ -66,7 +73,7 @@ def _select(value: torch.Tensor, component: Component, n_heads: int) -> tuple[sl
     if kind != "head":
         return (slice(None),)
     size = value.shape[-1] // n_heads
-    if head is None or not 0 <= head < n_heads:
+    if not 0 <= head < n_heads:
         raise ValueError(f"head {head} is out of range: the model has heads 0-{n_heads - 1} (0-based)")
     return (Ellipsis, slice(head * size, (head + 1) * size))
 

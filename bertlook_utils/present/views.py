@@ -166,7 +166,8 @@ def _window(enc: Encoded, window) -> Encoded:
         return enc
     n = enc.n_tokens
     if not (isinstance(window, (tuple, list)) and len(window) == 2
-            and all(isinstance(v, (int, np.integer)) for v in window) and 0 <= window[0] < window[1] <= n):
+            and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in window)
+            and 0 <= window[0] < window[1] <= n):
         raise ValueError(f"window must be (start, stop), token positions with 0 <= start < stop <= {n} (stop "
                          f"excluded, as in enc.tokens[start:stop]); got {window!r}")
     start, stop = (int(v) for v in window)

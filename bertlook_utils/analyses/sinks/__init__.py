@@ -22,6 +22,8 @@ The notebook's sections, one module each (`from bertlook_utils.analyses.sinks im
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -86,11 +88,18 @@ def _like(result: torch.Tensor, scores):
 
 def softmax1(scores, dim: int = -1):
     """exp(x_i) / (1 + sum_j exp(x_j)) along `dim`, computed stably (finite for logits of +-1000): the weights sum
-    to less than 1, the rest going to an empty slot of logit 0. Same shape and type (tensor or array) as scores."""
+    to less than 1, the rest going to an empty slot of logit 0. Same shape and type (tensor or array) as scores.
+    A row with +inf logits gives them equal shares of 1, and 0 to the rest and the empty slot: the limit as those
+    logits grow alike (equal logits, equal weights), where the formula reads inf / inf."""
     x = _scores(scores)
+    infinite = torch.isposinf(x)
+    rows = infinite.any(dim=dim, keepdim=True)
+    x = x.masked_fill(rows, 0.0)  # rows with +inf are answered below; finite here, so no NaN even in gradients
     top = x.amax(dim=dim, keepdim=True).clamp(min=0)  # shift by max(x, 0): the empty slot's logit is 0
     shifted = torch.exp(x - top)
-    return _like(shifted / (torch.exp(-top) + shifted.sum(dim=dim, keepdim=True)), scores)
+    weights = shifted / (torch.exp(-top) + shifted.sum(dim=dim, keepdim=True))
+    shares = infinite.to(weights.dtype) / infinite.sum(dim=dim, keepdim=True).clamp(min=1)
+    return _like(torch.where(rows, shares, weights), scores)
 
 
 def clipped_softmax(scores, gamma: float = -0.025, zeta: float = 1.0, dim: int = -1):
@@ -98,5 +107,8 @@ def clipped_softmax(scores, gamma: float = -0.025, zeta: float = 1.0, dim: int =
     with gamma < 0 a weight reaches exactly 0. Same shape and type as scores."""
     if not gamma <= 0 or not zeta >= 1:
         raise ValueError(f"clipped softmax needs gamma <= 0 and zeta >= 1, got gamma={gamma}, zeta={zeta}")
+    if not math.isfinite(gamma) or not math.isfinite(zeta):
+        raise ValueError(f"clipped softmax: gamma and zeta must be finite (an infinite stretch makes every weight 1 "
+                         f"or NaN), got gamma={gamma}, zeta={zeta}")
     stretched = (zeta - gamma) * torch.softmax(_scores(scores), dim=dim) + gamma
     return _like(stretched.clamp(0.0, 1.0), scores)
