@@ -48,6 +48,16 @@ def test_say_renders_markdown_from_numbers():
     assert claims.say(f"the best head finds **{34.64:.1f} %**").data == "the best head finds **34.6 %**"
 
 
+def test_say_and_takeaways_show_interpolated_html_as_text_and_keep_the_markdown():
+    model = "<img src=x onerror=alert(1)>"
+    shown = claims.say(f"**{model}** attends to `[CLS]`<!-- x --></b>")
+    assert shown.data == "**&lt;img src=x onerror=alert(1)>** attends to `[CLS]`&lt;!-- x -->&lt;/b>"
+    kept = "nearest mention < head-word match, `cls<->middle`, ``a `<b>` b``, Abnar & Zuidema, share > 0"
+    assert claims.say(kept).data == kept  # the kit's own text: comparisons, code spans, entities stay as written
+    listed = claims.takeaways({f"the sink is {model}": True})
+    assert listed.data == "**Takeaways**\n\n1. the sink is &lt;img src=x onerror=alert(1)>"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("holds", [True, False])
 def test_nbval_fails_a_notebook_whose_claim_breaks(tmp_path, holds):

@@ -12,12 +12,17 @@ failed claim raises `ClaimFailed`; with another model, or in fast mode (`classro
 """
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 import numpy as np
 from IPython.display import Markdown
 
 from . import classroom
+
+
+# A code span (shown as written) or a `<` that could open raw HTML: a tag, a closing tag, a comment, a declaration.
+_CODE_OR_TAG = re.compile(r"(?<!`)(`+)(?!`)[\s\S]*?(?<!`)\1(?!`)|<(?=[A-Za-z/!?])")
 
 
 class ClaimFailed(AssertionError):
@@ -58,11 +63,18 @@ def _run(model: str | None) -> str:
     return (model or "the default model") + (" in fast mode" if classroom.FAST else "")
 
 
+def _no_html(markdown: str) -> str:
+    """`markdown` with each `<` that could open raw HTML written `&lt;` (outside code spans, which show it as it is):
+    an interpolated word shows as text; the Markdown, and a `<` between words, stay as written."""
+    return _CODE_OR_TAG.sub(lambda found: found.group() if found.group(1) else "&lt;", markdown)
+
+
 def say(text: str) -> Markdown:
-    """Markdown rendered from the results (write it as an f-string of the computed numbers)."""
+    """Markdown rendered from the results (write it as an f-string of the computed numbers); HTML in it is shown
+    as text."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("say() needs the Markdown text to render")
-    return Markdown(text)
+    return Markdown(_no_html(text))
 
 
 def takeaways(statements: Mapping[str, bool], model: str | None = None) -> Markdown:
@@ -77,6 +89,6 @@ def takeaways(statements: Mapping[str, bool], model: str | None = None) -> Markd
     if failed and _enforced(model):
         raise ClaimFailed("a takeaway no longer holds; rewrite it or fix the analysis:\n"
                           + "\n".join(f"  ✘ {statement}" for statement in failed))
-    return Markdown("**Takeaways**\n\n" + "\n".join(
+    return Markdown(_no_html("**Takeaways**\n\n" + "\n".join(
         f"{k}. {statement}" + ("" if verdicts[statement] else f" *(does not hold for {_run(model)})*")
-        for k, statement in enumerate(verdicts, 1)))
+        for k, statement in enumerate(verdicts, 1))))
