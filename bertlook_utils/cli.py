@@ -115,6 +115,8 @@ def cache_prune(args: argparse.Namespace) -> None:
         found = cache.prune(args.cache_dir, args.older_than, args.dry_run)
     except PermissionError as error:
         raise SystemExit(f"--cache-dir {args.cache_dir} is not writable ({error}); prune it as its owner") from error
+    except ValueError as error:
+        raise SystemExit(f"--cache-dir {error}") from error
     verb = "would remove" if args.dry_run else "removed"
     for path, size in found.items():
         print(f"{verb} {path.name} ({size:,} bytes)")

@@ -233,6 +233,24 @@ def test_prune_of_a_missing_folder_finds_nothing_and_rejects_negative_days(tmp_p
         prune(tmp_path, -1)
 
 
+def test_prune_removes_only_files_that_are_entries_and_refuses_a_folder_that_is_not_a_cache(tmp_path):
+    cache_dir, other = tmp_path / "cache", tmp_path / "results"
+    real, lookalike = age(saved(cache_dir), 40 * DAY), entry(cache_dir, key="b")
+    np.savez(lookalike, x=np.ones(3))  # a numpy file of the same name, not an entry: left alone
+    age(lookalike, 40 * DAY)
+    assert set(prune(cache_dir, 30)) == {real} and lookalike.exists()
+    other.mkdir()
+    mine = other / "scores-0123456789abcdef01234567.npz"
+    np.savez(mine, x=np.ones(3))
+    age(mine, 40 * DAY)
+    with pytest.raises(ValueError, match=r"results is not a BERTLook cache: scores-0123456789abcdef01234567.npz is "
+                                         r"named like an entry but is none; nothing removed"):
+        prune(other, 30)
+    with pytest.raises(SystemExit, match=r"--cache-dir .*results is not a BERTLook cache"):
+        cli.main(["cache", "prune", "--cache-dir", str(other)])
+    assert mine.exists()
+
+
 # -- the command line ---------------------------------------------------------------------------------
 def test_cache_prune_and_info_commands(tmp_path, aged_cache, capsys):
     old, stale = aged_cache["old"], aged_cache["stale tmp"]

@@ -33,6 +33,7 @@ DEFAULT_CACHE_DIR = DATA_DIR / "cache"
 IDENTITY = "__entry__"  # the payload's 0-d string array naming the file the entry was written for
 STALE_TEMPORARY_SECONDS = 3600  # a temporary file this old was left by a killed writer, not a running one
 ENTRY = re.compile(r".+-[0-9a-f]{24}\.npz")  # an entry's file name (`entry_path`)
+HEADER = re.compile(rb"[0-9a-f]{64}PK")  # how an entry starts: its sha256 in hex, then the npz (a zip)
 TEMPORARY = re.compile(r".+-[0-9a-f]{24}\.npz.+\.tmp")  # an entry's temporary file (`save_result`)
 _unwritable: set[Path] = set()  # the folders `save_result` has warned about
 
@@ -134,14 +135,27 @@ def _stale(files: dict[Path, os.stat_result], seconds: float) -> dict[Path, int]
     return {path: status.st_size for path, status in files.items() if status.st_mtime < cutoff}
 
 
+def _is_entry(path: Path) -> bool:
+    """Whether the file at `path` starts as an entry does (`HEADER`): not just any npz of an entry-like name."""
+    with contextlib.suppress(OSError), open(path, "rb") as file:
+        return bool(HEADER.fullmatch(file.read(66)))
+    return False
+
+
 def prune(cache_dir: Path | str, older_than_days: float, dry_run: bool = False) -> dict[Path, int]:
     """Remove (with dry_run, only find) the entries in `cache_dir` not used for `older_than_days` days and the
     temporary files of killed writers (older than STALE_TEMPORARY_SECONDS); {path: bytes} of those files.
-    Other files and folders (fine-tuned models) are left alone."""
+    Other files and folders (fine-tuned models, an npz of an entry's name that is none) are left alone; a folder
+    whose files of an entry's name are all something else is no cache: ValueError, nothing removed."""
     if not older_than_days >= 0:
         raise ValueError(f"older_than_days must be 0 or more, not {older_than_days}")
     folder = Path(cache_dir)
-    found = {**_stale(_files(folder, ENTRY), older_than_days * 86400),
+    named = _files(folder, ENTRY)
+    entries = {path: status for path, status in named.items() if _is_entry(path)}
+    if named and not entries:
+        raise ValueError(f"{folder} is not a BERTLook cache: {min(named).name} is named like an entry but is none; "
+                         "nothing removed")
+    found = {**_stale(entries, older_than_days * 86400),
              **_stale(_files(folder, TEMPORARY), STALE_TEMPORARY_SECONDS)}
     if not dry_run:
         for path in found:
