@@ -3,6 +3,8 @@ weights as they are in memory, and nothing computed under an attention edit is r
 (issue 29, item 1: each of these returned the original model's cached numbers before)."""
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import shutil
 
@@ -89,6 +91,15 @@ def test_an_analysis_inside_an_attention_edit_is_computed_afresh_and_not_cached(
     np.testing.assert_allclose(got, true, rtol=1e-9)
     assert entries(cache) == before  # nothing written under the unedited model's key
     np.testing.assert_allclose(entropies(tiny, cache), base, rtol=1e-9)
+
+
+def test_a_tokenizer_that_cuts_from_the_left_is_not_served_the_numbers_of_one_that_cuts_from_the_right(tiny):
+    left = copy.deepcopy(tiny.tokenizer)
+    left.truncation_side = "left"
+    cut = tiny.prepare("one two three four five six", max_tokens=5).tokens
+    assert dataclasses.replace(tiny, tokenizer=left).prepare("one two three four five six", max_tokens=5).tokens != cut
+    assert tokenizer_fingerprint(left) != tokenizer_fingerprint(tiny.tokenizer)
+    assert tokenizer_fingerprint(copy.deepcopy(tiny.tokenizer)) == tokenizer_fingerprint(tiny.tokenizer)
 
 
 def test_each_part_of_the_fingerprint_is_stable_and_sensitive(tiny):

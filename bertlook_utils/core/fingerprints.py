@@ -34,7 +34,8 @@ def config_fingerprint(config) -> str:
 def tokenizer_fingerprint(tokenizer) -> str:
     """sha256 of how a tokenizer splits text: for a fast tokenizer its whole pipeline (normaliser, e.g. lower
     casing; pre-tokenizer; vocabulary; special tokens; post-processor), else its class and vocabulary; plus its
-    special tokens and length limit."""
+    special tokens, length limit and, where it cuts inputs from the left, that side (`prepare(max_tokens=...)`
+    keeps other tokens; the usual right side adds nothing, so those keys stay as they were)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         spec = json.loads(backend.to_str())
@@ -43,4 +44,6 @@ def tokenizer_fingerprint(tokenizer) -> str:
     else:
         spec = sorted(tokenizer.get_vocab().items())
     described = [type(tokenizer).__name__, spec, tokenizer.special_tokens_map, tokenizer.model_max_length]
+    if tokenizer.truncation_side != "right":
+        described.append(f"truncation_side={tokenizer.truncation_side}")
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()
