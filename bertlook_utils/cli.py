@@ -106,7 +106,10 @@ def extract(args: argparse.Namespace) -> None:
 
 
 def cache_info(args: argparse.Namespace) -> None:
-    count, size = cache.usage(args.cache_dir)
+    try:
+        count, size = cache.usage(args.cache_dir)
+    except ValueError as error:
+        raise SystemExit(f"--cache-dir {error}") from error
     print(f"{args.cache_dir}: {count} entries, {size / 2**20:.1f} MiB")
 
 

@@ -227,6 +227,17 @@ def test_prune_removes_unused_entries_and_stale_temporary_files(tmp_path, aged_c
     assert set(prune(tmp_path, 5)) == {aged_cache["recent"]}
 
 
+def test_prune_and_info_of_a_file_say_it_is_no_cache_folder(tmp_path):
+    file = tmp_path / "notes.txt"
+    file.write_text("mine")
+    with pytest.raises(ValueError, match="notes.txt is a file, not a cache folder"):
+        prune(file, 30)
+    for command in (["cache", "prune"], ["cache", "info"]):
+        with pytest.raises(SystemExit, match=r"--cache-dir .*notes.txt is a file, not a cache folder"):
+            cli.main([*command, "--cache-dir", str(file)])
+    assert file.read_text() == "mine"
+
+
 def test_prune_of_a_missing_folder_finds_nothing_and_rejects_negative_days(tmp_path):
     assert prune(tmp_path / "none", 30) == {}
     with pytest.raises(ValueError, match="older_than_days must be 0 or more, not -1"):

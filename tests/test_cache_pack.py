@@ -67,6 +67,32 @@ def test_a_pack_with_anything_but_cache_files_writes_nothing(tmp_path, name):
     assert not (tmp_path / "cache").exists() and not (tmp_path / "escape.npz").exists()
 
 
+def _truncated(tmp_path):
+    whole = tmp_path / "whole.tar.gz"
+    cache_pack.pack(filled(tmp_path / "filled"), whole)
+    (tmp_path / "cut.tar.gz").write_bytes(whole.read_bytes()[:-40])
+    return tmp_path / "cut.tar.gz"
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda tmp_path: tmp_path / "text.tar.gz",
+     r"text.tar.gz is not a readable cache pack \(ReadError: not a gzip file"),
+    (_truncated, r"cut.tar.gz is not a readable cache pack \((EOFError|ReadError)"),
+    (lambda tmp_path: forged(tmp_path / "list.tar.gz", [1, 2], {ENTRY: b"entry"}),
+     r"list.tar.gz is not a BERTLook cache pack: its manifest bertlook-cache.json is not a JSON object"),
+    (lambda tmp_path: forged(tmp_path / "json.tar.gz", None, {cache_pack.MANIFEST: b"{not json"}),
+     r"json.tar.gz is not a BERTLook cache pack: its manifest bertlook-cache.json is not JSON"),
+], ids=["not gzip", "truncated", "manifest a list", "manifest not JSON"])
+def test_a_pack_that_cannot_be_read_is_refused_with_the_reason(tmp_path, make, words):
+    (tmp_path / "text.tar.gz").write_text("a text file, not a pack")
+    pack = make(tmp_path)
+    with pytest.raises(ValueError, match=words):
+        cache_pack.unpack(pack, tmp_path / "cache")
+    with pytest.raises(SystemExit, match=words):
+        cli.main(["cache", "unpack", str(pack), "--cache-dir", str(tmp_path / "cache")])
+    assert not (tmp_path / "cache").exists()
+
+
 def test_the_command_line_packs_and_unpacks_and_says_why_it_refuses(tmp_path, capsys):
     cache = filled(tmp_path / "cache")
     cli.main(["cache", "pack", str(tmp_path / "p.tar.gz"), "--cache-dir", str(cache)])

@@ -135,6 +135,14 @@ def _stale(files: dict[Path, os.stat_result], seconds: float) -> dict[Path, int]
     return {path: status.st_size for path, status in files.items() if status.st_mtime < cutoff}
 
 
+def _folder(cache_dir: Path | str) -> Path:
+    """`cache_dir` as a Path; ValueError when it is a file (a missing folder is an empty cache)."""
+    folder = Path(cache_dir)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is a file, not a cache folder")
+    return folder
+
+
 def _is_entry(path: Path) -> bool:
     """Whether the file at `path` starts as an entry does (`HEADER`): not just any npz of an entry-like name."""
     with contextlib.suppress(OSError), open(path, "rb") as file:
@@ -149,7 +157,7 @@ def prune(cache_dir: Path | str, older_than_days: float, dry_run: bool = False) 
     whose files of an entry's name are all something else is no cache: ValueError, nothing removed."""
     if not older_than_days >= 0:
         raise ValueError(f"older_than_days must be 0 or more, not {older_than_days}")
-    folder = Path(cache_dir)
+    folder = _folder(cache_dir)
     named = _files(folder, ENTRY)
     entries = {path: status for path, status in named.items() if _is_entry(path)}
     if named and not entries:
@@ -165,5 +173,5 @@ def prune(cache_dir: Path | str, older_than_days: float, dry_run: bool = False) 
 
 def usage(cache_dir: Path | str) -> tuple[int, int]:
     """(number of entries, their bytes) in `cache_dir`."""
-    sizes = [status.st_size for status in _files(Path(cache_dir), ENTRY).values()]
+    sizes = [status.st_size for status in _files(_folder(cache_dir), ENTRY).values()]
     return len(sizes), sum(sizes)

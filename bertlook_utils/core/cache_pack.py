@@ -10,12 +10,16 @@ the cache), keeping what is already there.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
 import re
 import tarfile
+import zlib
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .cache import ENTRY
 from .source import PACKAGE_DIR
@@ -68,15 +72,39 @@ def pack(cache_dir: Path | str, archive: Path | str) -> dict:
     return manifest
 
 
+@contextmanager
+def _readable(archive: Path) -> Iterator[tarfile.TarFile]:
+    """`archive` open as a gzipped tar; ValueError with the reason where it cannot be read (not gzip, truncated)."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            yield tar
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise ValueError(f"{archive} is not a readable cache pack ({type(error).__name__}: {error}): copy it again "
+                         "whole, or pack it again") from error
+
+
+def _manifest(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path) -> dict:
+    """The manifest in `member`; ValueError where it is not a JSON object."""
+    try:
+        manifest = json.load(tar.extractfile(member))
+    except ValueError as error:  # not JSON, not UTF-8
+        raise ValueError(f"{archive} is not a BERTLook cache pack: its manifest {MANIFEST} is not JSON ({error})"
+                         ) from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{archive} is not a BERTLook cache pack: its manifest {MANIFEST} is not a JSON object "
+                         f"(it holds a {type(manifest).__name__})")
+    return manifest
+
+
 def unpack(archive: Path | str, cache_dir: Path | str) -> tuple[int, int]:
     """Extract `archive` into `cache_dir`: (files written, files already there). ValueError when it is no pack of
-    this kit, or was made by other code."""
+    this kit, cannot be read (not gzip, truncated: found before anything is written), or was made by other code."""
     archive, cache_dir = Path(archive), Path(cache_dir)
-    with tarfile.open(archive, "r:gz") as tar:
-        members = tar.getmembers()
+    with _readable(archive) as tar:
+        members = tar.getmembers()  # reads the whole pack: a truncated one fails here
         if not members or members[0].name != MANIFEST or not members[0].isfile():
             raise ValueError(f"{archive} is not a BERTLook cache pack (it does not start with {MANIFEST})")
-        manifest = json.load(tar.extractfile(members[0]))
+        manifest = _manifest(tar, members[0], archive)
         here = code_key()
         if manifest.get("code") != here:
             raise ValueError(f"{archive} was made by other code (code {str(manifest.get('code'))[:12]}, this checkout "
