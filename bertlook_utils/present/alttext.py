@@ -1,6 +1,8 @@
-"""Alt text for a figure, read from what it draws: its titles and axis labels, and the numbers of its lines, bars,
-heatmaps and points (where each series starts, ends and peaks; the highest cell of a map), so that a reader who
-cannot see the picture hears its headline with the values the picture shows.
+"""Alt text for a figure, read from what it draws.
+
+Its titles and axis labels, and the numbers of its lines, bars, error bars, heatmaps and points (where each series
+starts, ends and peaks; the highest cell of a map): a reader who cannot see the picture hears its headline with the
+values the picture shows.
 
 `headline(target, text)`: a figure function attaches the sentence that says what its figure shows (computed from
 the results it draws) to the Figure or to one Axes; `describe(fig)` joins the headlines with what it reads from

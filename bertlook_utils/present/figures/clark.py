@@ -524,7 +524,7 @@ def aligned_maps(result: ClusterResult, other: ClusterResult, ax=None, names: tu
     from scipy.spatial import procrustes
 
     ax = ax or plt.subplots(figsize=(7.5, 6.4))[1]
-    first, second, _ = procrustes(result.coords, other.coords)
+    first, second, disparity = procrustes(result.coords, other.coords)
     for a, b in zip(first, second):
         ax.plot(*np.stack([a, b]).T, color=PALETTE["uniform"], lw=0.7, alpha=0.6)
     behaviour = result.heads["behaviour"].to_numpy()
@@ -538,6 +538,11 @@ def aligned_maps(result: ClusterResult, other: ClusterResult, ax=None, names: tu
     ax.set(xticks=[], yticks=[], title="the two maps aligned (Procrustes); lines join each head's two places")
     ax.set_aspect("equal", adjustable="datalim")
     ax.legend(fontsize=8, title=f"filled: {names[0]}, open: {names[1]}", title_fontsize=8)
+    moved = np.linalg.norm(first - second, axis=1)
+    alttext.headline(ax, f"Two maps of the {len(first)} heads ({names[0]}; {names[1]}) aligned by Procrustes "
+                         f"(disparity {alttext.number(disparity)}): a head moves "
+                         f"{alttext.number(moved.mean())} on average, at most {alttext.number(moved.max())} "
+                         f"({result.heads['label'].iloc[int(moved.argmax())]}), on a map scaled to 1")
     return ax
 
 
