@@ -37,6 +37,14 @@ def test_styled_formats_numbers_and_styles_only_the_columns_it_knows():
     assert "font-weight: 600" in tables.styled(FRAME, "fixed")  # "this run" in bold
 
 
+def test_a_table_with_duplicate_column_names_shows_every_column():
+    frame = pd.DataFrame([["det", 94.26, 3.0, "<b>"]], columns=["relation", "this run", "this run", "paper"])
+    html = tables.show(frame, caption="twice")._repr_html_()
+    assert html.count(">this run</th>") == 2 and "94.3" in html and "3.0" in html and "&lt;b&gt;" in html
+    assert "td.col1 {\n  font-weight: 600;" in html and "td.col2 {\n  font-weight: 600;" in html
+    assert "td.col3 {\n  color: #555;" in html
+
+
 def test_compare_show_is_the_tables_show():
     """Notebooks and the student copies already handed out call compare.show."""
     assert compare.show is tables.show

@@ -30,18 +30,18 @@ def _as_text(value):
 def styled(frame: pd.DataFrame, uid: str, precision: int = 1, nowrap: bool = False) -> str:
     """The HTML of a result table (pandas Styler): no index, left-aligned, every cell and header HTML-escaped
     whatever it holds, numbers with `precision` decimals and missing ones as "–"; "paper" in grey, "this run" in
-    bold, "what differs" small and wrapped. `uid` fixes the HTML ids, so that a re-run writes the same page."""
+    bold, "what differs" small and wrapped (by column position: two columns may share a name). `uid` fixes the HTML
+    ids, so that a re-run writes the same page."""
     shown = frame.map(_as_text).rename(index=_as_text, columns=_as_text)
+    by_column = [{"selector": f"td.col{j}", "props": list(COLUMN_STYLES[column].items())}
+                 for j, column in enumerate(frame.columns) if column in COLUMN_STYLES]
     styler = (shown.style.set_uuid(uid).hide(axis="index")
               .format(precision=precision, na_rep="–", escape="html")
               .format_index(escape="html", axis=0).format_index(escape="html", axis=1)
               .set_table_styles([{"selector": "th, td",
                                   "props": "text-align: left; vertical-align: top; padding: 0.2em 0.6em;"
                                            + (" white-space: nowrap;" if nowrap else "")},
-                                 {"selector": "thead th", "props": "border-bottom: 1px solid #999;"}]))
-    for column, props in COLUMN_STYLES.items():
-        if column in frame.columns:
-            styler = styler.set_properties(subset=[column], **props)
+                                 {"selector": "thead th", "props": "border-bottom: 1px solid #999;"}, *by_column]))
     return styler.to_html()
 
 
