@@ -72,6 +72,7 @@ def extract(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     from .analyses import clustering, surface
+    from .core.intervene import reads_only
     from .core.models import load_encoder
 
     rank, world = _join_launcher()
@@ -85,8 +86,8 @@ def extract(args: argparse.Namespace) -> None:
     options = dict(cache_dir=args.cache_dir, batch_size=args.batch_size, block_size=args.block_size,
                    progress=rank == 0)
     computed = []  # the batch sizes of the forward passes: restored blocks never reach the model
-    counter = encoder.model.register_forward_pre_hook(
-        lambda module, positional, named: computed.append(len(named["input_ids"])), with_kwargs=True)
+    counter = encoder.model.register_forward_pre_hook(reads_only(
+        lambda module, positional, named: computed.append(len(named["input_ids"]))), with_kwargs=True)
     started = time.perf_counter()
     for name in args.analyses:
         if name == "surface":

@@ -695,8 +695,10 @@ def place(model: torch.nn.Module, device: torch.device | None = None) -> torch.n
     if device is not None:
         model.to(device)
     if not getattr(model, "_bertlook_placed", False):
-        model.register_forward_pre_hook(_inputs_to_device, with_kwargs=True)
-        model.register_forward_hook(_outputs_to_cpu)
+        from .intervene import reads_only  # the cache stays in use: placement is in the fingerprint
+
+        model.register_forward_pre_hook(reads_only(_inputs_to_device), with_kwargs=True)
+        model.register_forward_hook(reads_only(_outputs_to_cpu))
         model._bertlook_placed = True
     return model
 
