@@ -52,6 +52,7 @@ def test_null_space_twin_is_a_different_valid_map_with_the_same_output():
 def test_effective_encoder_keeps_outputs_and_changes_maps(tiny):
     effective = identifiability.effective_encoder(tiny)
     assert effective.fingerprint != tiny.fingerprint and effective.n_heads == tiny.n_heads
+    assert intervene.unnamed_state(effective.model) is None  # in eval mode, as the model it wraps: cached
     text = "the old cat sat on the warm mat near the door while the dog slept by the fire"
     inputs = tiny.pad([tiny.prepare(text), tiny.prepare("a short one")])
     with torch.inference_mode():

@@ -124,6 +124,7 @@ class EffectiveModel(nn.Module):
         self.config = model.config
         self._values: dict[int, torch.Tensor] = {}
         self._valid: torch.Tensor | None = None
+        self.training = model.training  # a wrapper follows its model (it has no dropout of its own)
 
     def _edit(self, layer: int, probs: torch.Tensor) -> torch.Tensor:  # probs [B, H, T, T]
         values = self._values[layer]  # [B, T, D]
