@@ -21,9 +21,10 @@ FAST ?=
 export BERTLOOK_FAST := $(FAST)
 # EDITION=student|instructor: what `make book` and `make slides` write (the instructor's: with the solutions)
 EDITION ?= student
-# DEVICE=cpu|cuda|cuda:N: where `make run` (and prefill, report, extract) runs the model; empty: a CUDA GPU when torch
-# sees one, else the CPU. The committed notebooks were executed on the CPU, so `make test` and `make notebooks` run
-# them there whatever DEVICE says (a GPU's results differ in their last digits).
+# DEVICE=cpu|cuda|cuda:N: where `make run` (and report, extract) runs the model; empty: a CUDA GPU when torch sees
+# one, else the CPU. The committed notebooks were executed on the CPU, so `make test` and `make notebooks` run them
+# there whatever DEVICE says (a GPU's results differ in their last digits); prefill and cache-pack fill and pack for
+# the CPU unless DEVICE names another device, as a class's laptops compute.
 DEVICE ?=
 export BERTLOOK_DEVICE := $(DEVICE)
 
@@ -62,9 +63,10 @@ run: setup
 	@echo "open $(BUILD)/*.html and $(BUILD)/report.md (offline pages)"
 
 ## prefill: run every notebook once (outputs discarded) so that the cache holds what a class needs, and say how
-## long each took; FAST=1 fills it for fast mode (smaller samples, about a minute per cold notebook)
+## long each took; FAST=1 fills it for fast mode (smaller samples, about a minute per cold notebook). On the CPU
+## in float32, as a class's laptops compute, unless DEVICE says otherwise (a GPU's entries serve only GPUs)
 prefill: setup
-	$(PY) -m tools.prefill $(NOTEBOOKS)
+	BERTLOOK_DEVICE=$(or $(DEVICE),cpu) $(PY) -m tools.prefill $(NOTEBOOKS)
 
 ## report: only the report (fast once the cache is warm)
 report: setup
@@ -138,14 +140,17 @@ slides: setup browser
 book: setup
 	$(PY) -m tools.book --edition $(EDITION)
 
-## cache-pack: the filled cache (entries and fine-tuned models) as one file, $(PACK), to hand out before a class;
-## cache-unpack: a student's checkout fills its cache from it (refused when the pack was made by other code)
+## cache-pack: the filled cache (entries and fine-tuned models) as one file, $(PACK), to hand out before a class,
+## recording the model, device and precision it was filled for (DEVICE, as for prefill), and printing its sha256 to
+## publish; cache-unpack: a student's checkout fills its cache from it (refused when the pack was made by other code
+## or is not the file whose DIGEST=<sha256> the teacher published; a warning when it serves another device)
 PACK ?= build/bertlook-cache.tar.gz
+DIGEST ?=
 cache-pack: setup
-	$(PY) -m bertlook_utils.cli cache pack $(PACK)
+	BERTLOOK_DEVICE=$(or $(DEVICE),cpu) $(PY) -m bertlook_utils.cli cache pack $(PACK)
 
 cache-unpack: setup
-	$(PY) -m bertlook_utils.cli cache unpack $(PACK)
+	$(PY) -m bertlook_utils.cli cache unpack $(PACK) $(if $(DIGEST),--digest $(DIGEST))
 
 ## grade: the grade of record of the submitted notebooks SUBMITTED (a glob; nbgrader's submitted/<student>/<assignment>/
 ## by default): each notebook's solution cells run in a Python process of their own and their answers are judged

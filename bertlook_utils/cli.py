@@ -16,7 +16,7 @@ memory; with several analyses each counts its own inputs.
     python -m bertlook_utils.cli cache info                                       # entries and their size
     python -m bertlook_utils.cli cache prune --older-than 30 --dry-run            # what pruning would remove
     python -m bertlook_utils.cli cache pack build/bertlook-cache.tar.gz           # one file to hand out
-    python -m bertlook_utils.cli cache unpack bertlook-cache.tar.gz               # a student fills the cache
+    python -m bertlook_utils.cli cache unpack bertlook-cache.tar.gz --digest SHA  # a student fills the cache
 
     python -m bertlook_utils.cli grade submitted/*/00/00_tour.ipynb --csv grades.csv   # the grade of record
 
@@ -78,6 +78,7 @@ def extract(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     from .analyses import clustering, surface
+    from .core.intervene import reads_only
     from .core.models import load_encoder
 
     rank, world = _join_launcher()
@@ -91,8 +92,8 @@ def extract(args: argparse.Namespace) -> None:
     options = dict(cache_dir=args.cache_dir, batch_size=args.batch_size, block_size=args.block_size,
                    progress=rank == 0)
     computed = []  # the batch sizes of the forward passes: restored blocks never reach the model
-    counter = encoder.model.register_forward_pre_hook(
-        lambda module, positional, named: computed.append(len(named["input_ids"])), with_kwargs=True)
+    counter = encoder.model.register_forward_pre_hook(reads_only(
+        lambda module, positional, named: computed.append(len(named["input_ids"]))), with_kwargs=True)
     started = time.perf_counter()
     for name in args.analyses:
         if name == "surface":
@@ -133,18 +134,38 @@ def cache_prune(args: argparse.Namespace) -> None:
     print(f"{verb} {len(found)} files from {args.cache_dir}: {freed / 2**20:.1f} MiB ({freed:,} bytes)")
 
 
+def _model_record(model: str | None) -> dict[str, str]:
+    """`cache_pack.model_record` of `model` (the default model when None) as this machine loads it ($BERTLOOK_DEVICE,
+    $BERTLOOK_PRECISION): what its entries are keyed by."""
+    from .core.models import load_encoder
+
+    return packs.model_record(load_encoder(model))
+
+
 def cache_pack(args: argparse.Namespace) -> None:
-    manifest = packs.pack(args.cache_dir, args.archive)
+    manifest = packs.pack(args.cache_dir, args.archive, _model_record(args.model))
     print(f"packed {manifest['files']} files ({manifest['bytes'] / 2**20:.1f} MiB before compression) from "
-          f"{args.cache_dir} into {args.archive} ({args.archive.stat().st_size / 2**20:.1f} MiB)")
+          f"{args.cache_dir} into {args.archive} ({args.archive.stat().st_size / 2**20:.1f} MiB), filled for "
+          "{name} on {device} in {precision}".format(**manifest["model"]))
+    print(f"sha256 {packs.file_digest(args.archive)}: publish it beside the pack, so that a class can check what it "
+          "unpacks (make cache-unpack DIGEST=...)")
 
 
 def cache_unpack(args: argparse.Namespace) -> None:
     try:
-        written, kept = packs.unpack(args.archive, args.cache_dir)
+        done = packs.unpack(args.archive, args.cache_dir, args.digest)
     except (ValueError, OSError) as error:
         raise SystemExit(str(error)) from error
-    print(f"unpacked {written} files into {args.cache_dir} ({kept} were there already)")
+    print(f"unpacked {done.written} files into {args.cache_dir} ({done.kept} were there already)")
+    print(f"sha256 {done.digest}: " + ("the published one" if args.digest else
+                                       "compare it with the one your teacher published (a pack is trusted input; "
+                                       "pass DIGEST=... to have it checked)"))
+    for folder, missing in done.incomplete.items():
+        print(f"warning: {args.cache_dir / folder} was there already but lacks {', '.join(missing)} (an earlier unpack "
+              "was interrupted): remove that folder and unpack again")
+    why = packs.serves(done.manifest.get("model"), _model_record(args.model))
+    if why:
+        print(f"warning: {why}")
 
 
 def finetune(args: argparse.Namespace) -> None:
@@ -219,9 +240,16 @@ def main(argv: list[str] | None = None) -> None:
     packer = actions.add_parser("pack", help="write the cache's entries and fine-tuned models into one file to "
                                              "hand out")
     packer.add_argument("archive", type=Path, help="the file to write (.tar.gz)")
+    packer.add_argument("--model", type=model_name, default=model_name(os.environ.get("BERTLOOK_MODEL")),
+                        help="the model the cache was filled for, as for extract (on $BERTLOOK_DEVICE)")
     packer.set_defaults(handler=cache_pack)
     unpacker = actions.add_parser("unpack", help="fill the cache from a pack made by this same code")
     unpacker.add_argument("archive", type=Path, help="a file written by `cache pack`")
+    unpacker.add_argument("--digest", help="the sha256 `cache pack` printed (published by whoever made the pack): "
+                                           "refuse a pack that is not that file")
+    unpacker.add_argument("--model", type=model_name, default=model_name(os.environ.get("BERTLOOK_MODEL")),
+                          help="the model this machine runs, as for extract: warn when the pack was filled for "
+                               "another model, device or precision")
     unpacker.set_defaults(handler=cache_unpack)
     for command in (run, info, prune, packer, unpacker):
         command.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)

@@ -175,7 +175,7 @@ class OracleEncoder:
 
     name, fingerprint, cls_token, sep_token = "oracle", "oracle-v1", "[CLS]", "[SEP]"
     n_layers, n_heads, signed_attention = 2, 3, False
-    model = torch.nn.Module()  # no layers: no attention edit can be open on it
+    model = torch.nn.Module().eval()  # no layers, no hooks, not training: the cache serves it
 
     def __init__(self, passages):
         self.by_words = {tuple(p.words): p for p in passages}

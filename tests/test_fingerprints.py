@@ -3,10 +3,12 @@ weights as they are in memory, and nothing computed under an attention edit is r
 (issue 29, item 1: each of these returned the original model's cached numbers before)."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -85,12 +87,64 @@ def test_an_analysis_inside_an_attention_edit_is_computed_afresh_and_not_cached(
     before = entries(cache)
     with intervene.edit_attention(tiny.model, intervene.uniform_head(0)):
         true = entropies(tiny, None)
-        with pytest.warns(UserWarning, match="not cached"):
+        with pytest.warns(UserWarning, match="no cache key names"):
             got = entropies(tiny, cache)
     assert not np.allclose(true, base, rtol=0, atol=1e-9)
     np.testing.assert_allclose(got, true, rtol=1e-9)
     assert entries(cache) == before  # nothing written under the unedited model's key
     np.testing.assert_allclose(entropies(tiny, cache), base, rtol=1e-9)
+
+
+def _scale_output(module, args, output):  # a foreign hook that changes what the layer hands on
+    return output * 1.5 if isinstance(output, torch.Tensor) else output
+
+
+@pytest.mark.parametrize("state", ["set_hidden", "foreign hook", "global hook", "backward hook", "train mode"])
+def test_a_model_in_a_state_no_key_names_is_computed_afresh_and_never_cached(tiny, tmp_path, state):
+    """Review reliability-4, problem 1: a hook or training mode poisoned the cache for every later plain call."""
+    from bertlook_utils.analyses.sinks import massive
+
+    cache = tmp_path / "cache"
+    base = entropies(tiny, cache)
+    before = entries(cache)
+    fresh = tmp_path / "fresh"  # a cache that has never seen this model: nothing to read, so a write would show
+    with contextlib.ExitStack() as stack:
+        if state == "set_hidden":
+            stack.enter_context(massive.set_hidden(tiny.model, 1, [0], [1], [5], [500.0]))
+        elif state == "foreign hook":
+            stack.callback(tiny.model.encoder.layer[0].attention.self.query.register_forward_hook(_scale_output).remove)
+        elif state == "global hook":
+            stack.callback(torch.nn.modules.module.register_module_forward_hook(_scale_output).remove)
+        elif state == "backward hook":
+            stack.callback(tiny.model.encoder.layer[0].register_full_backward_hook(lambda *args: None).remove)
+        else:
+            tiny.model.train()
+            stack.callback(tiny.model.eval)
+        with pytest.warns(UserWarning, match="no cache key names") as caught:
+            got = entropies(tiny, cache)
+            entropies(tiny, fresh)
+    assert any(word in str(caught[0].message) for word in ("hook", "training mode"))
+    if state != "backward hook":  # a backward hook changes nothing in a forward pass, but no key can say so
+        assert not np.allclose(got, base, rtol=0, atol=1e-9)  # the edited numbers, not the cached ones
+    assert entries(cache) == before and not entries(fresh)  # nothing written
+    np.testing.assert_allclose(entropies(tiny, cache), base, rtol=1e-9)  # a plain call gets the plain numbers
+
+
+def test_hooks_marked_as_only_watching_keep_the_cache(tiny, tmp_path):
+    cache = tmp_path / "cache"
+    calls = []
+    hook = intervene.reads_only(lambda module, args, kwargs: calls.append(len(kwargs["input_ids"])))
+    handle = tiny.model.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            entropies(tiny, cache)
+        assert calls and entries(cache)
+        computed = len(calls)
+        entropies(tiny, cache)
+        assert len(calls) == computed  # restored from the cache: no forward pass
+    finally:
+        handle.remove()
 
 
 def test_a_tokenizer_that_cuts_from_the_left_is_not_served_the_numbers_of_one_that_cuts_from_the_right(tiny):

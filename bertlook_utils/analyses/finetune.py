@@ -33,7 +33,7 @@ from ..core.cache import DEFAULT_CACHE_DIR, entry_path
 from ..core.intervene import usable_cache
 from ..core.source import code_version
 from ..engine.extract import Batch, RowReducer, batches, reduce
-from ..core.models import Encoder, load_encoder, save_folder
+from ..core.models import Encoder, cached_folder, load_encoder, save_folder
 from ..data.tasks import Example, TaskData
 from ..core.threads import TRAINING_THREADS, fixed_threads, one_thread
 
@@ -124,7 +124,8 @@ def finetune(encoder: Encoder, data: TaskData, epochs: int = 2, batch_size: int 
         folder = entry_path(cache_dir, f"finetune-{data.name}", encoder.fingerprint, data.fingerprint(), settings,
                             version=code_version(__name__)).with_suffix("")
         if (folder / META_FILE).exists():
-            return load_finetuned(folder, encoder.device, encoder.precision)
+            with cached_folder(folder):
+                return load_finetuned(folder, encoder.device, encoder.precision)
     tuned = encoder.copy()
     torch.manual_seed(seed)
     rng = random.Random(seed)

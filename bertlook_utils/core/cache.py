@@ -9,8 +9,8 @@ moved, not an npz, unreadable) is a miss with a warning: the caller recomputes i
 
 A cache can be shared: entries are created mode 0666 less the umask, like any new file, and a folder that is
 not writable is read but never written (results then stay in memory). A hit refreshes the entry's
-modification time, so `prune` can remove the entries not used for a while, and the temporary files that
-writers killed mid-write left behind.
+modification time, so `prune` can remove the entries not used for a while, and the temporary files and folders
+that writers killed mid-write left behind.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import io
 import os
 import re
 import secrets
+import shutil
 import time
 import warnings
 from pathlib import Path
@@ -35,6 +36,7 @@ STALE_TEMPORARY_SECONDS = 3600  # a temporary file this old was left by a killed
 ENTRY = re.compile(r".+-[0-9a-f]{24}\.npz")  # an entry's file name (`entry_path`)
 HEADER = re.compile(rb"[0-9a-f]{64}PK")  # how an entry starts: its sha256 in hex, then the npz (a zip)
 TEMPORARY = re.compile(r".+-[0-9a-f]{24}\.npz.+\.tmp")  # an entry's temporary file (`save_result`)
+TEMPORARY_FOLDER = re.compile(r"\.unpack-.+\.tmp|.+-[0-9a-f]{16,24}\..+\.tmp")  # cache_pack's, models.save_folder's
 _unwritable: set[Path] = set()  # the folders `save_result` has warned about
 
 
@@ -112,6 +114,13 @@ def load_result(path: Path) -> dict[str, np.ndarray] | None:
     return result
 
 
+def created_mode(mode: int) -> int:
+    """`mode` less this process's umask: the permissions a file or folder created with `mode` gets."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return mode & ~umask
+
+
 def _miss(path: Path, why: str) -> None:
     warnings.warn(f"cache entry {path} {why}; recomputing it", stacklevel=3)
 
@@ -125,6 +134,18 @@ def _files(folder: Path, name: re.Pattern) -> dict[Path, os.stat_result]:
             if name.fullmatch(entry.name):
                 with contextlib.suppress(FileNotFoundError):  # removed meanwhile by another process
                     if entry.is_file(follow_symlinks=False):
+                        found[Path(entry.path)] = entry.stat(follow_symlinks=False)
+    return found
+
+
+def _folders(folder: Path, name: re.Pattern) -> dict[Path, os.stat_result]:
+    """The folders (not links) in `folder` whose name matches `name`, with their status."""
+    found = {}
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if name.fullmatch(entry.name):
+                with contextlib.suppress(FileNotFoundError):
+                    if entry.is_dir(follow_symlinks=False):
                         found[Path(entry.path)] = entry.stat(follow_symlinks=False)
     return found
 
@@ -151,8 +172,8 @@ def _is_entry(path: Path) -> bool:
 
 
 def prune(cache_dir: Path | str, older_than_days: float, dry_run: bool = False) -> dict[Path, int]:
-    """Remove (with dry_run, only find) the entries in `cache_dir` not used for `older_than_days` days and the
-    temporary files of killed writers (older than STALE_TEMPORARY_SECONDS); {path: bytes} of those files.
+    """Remove (with dry_run, only find) the entries in `cache_dir` not used for `older_than_days` days and what
+    killed writers left (temporary files and folders older than STALE_TEMPORARY_SECONDS); {path: bytes} of those.
     Other files and folders (fine-tuned models, an npz of an entry's name that is none) are left alone; a folder
     whose files of an entry's name are all something else is no cache: ValueError, nothing removed."""
     if not older_than_days >= 0:
@@ -165,10 +186,14 @@ def prune(cache_dir: Path | str, older_than_days: float, dry_run: bool = False) 
                          "nothing removed")
     found = {**_stale(entries, older_than_days * 86400),
              **_stale(_files(folder, TEMPORARY), STALE_TEMPORARY_SECONDS)}
+    left = {path: sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+            for path in _stale(_folders(folder, TEMPORARY_FOLDER), STALE_TEMPORARY_SECONDS)}
     if not dry_run:
         for path in found:
             path.unlink(missing_ok=True)
-    return found
+        for path in left:
+            shutil.rmtree(path, ignore_errors=True)
+    return {**found, **left}
 
 
 def usage(cache_dir: Path | str) -> tuple[int, int]:

@@ -21,6 +21,7 @@ control), `Capture` (keep every layer's probabilities, for their gradients).
 from __future__ import annotations
 
 import warnings
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -127,13 +128,56 @@ def is_edited(model: nn.Module) -> bool:
     return any(m in _ACTIVE for m in model.modules())
 
 
+_READS_ONLY: "weakref.WeakSet[Callable]" = weakref.WeakSet()  # hooks that leave every output as it was
+
+
+def reads_only(hook: Callable) -> Callable:
+    """Mark `hook` as one that leaves the model's numbers as they are (it only watches, or moves tensors between
+    devices), so that the cache stays in use while it is registered (`usable_cache`); returns `hook`."""
+    _READS_ONLY.add(hook)
+    return hook
+
+
+def _hooks(module: nn.Module) -> list[Callable]:
+    """The forward and backward hooks registered on `module` itself."""
+    tables = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+    return [hook for table in tables for hook in getattr(module, table, {}).values()]
+
+
+def unnamed_state(model: nn.Module) -> str | None:
+    """What in `model`'s state no cache key names, in words (training mode, an open attention edit, a hook on it, on
+    one of its modules or on every module that is neither marked `reads_only` nor transformers' own, part of the
+    model's code), or None: the key (its weights, config, tokenizer, class and placement) then determines the
+    numbers it computes."""
+    if is_edited(model):
+        return "an attention edit (intervene.edit_attention) is open on this model"
+    training = [name or "the model" for name, m in model.named_modules() if m.training]
+    if training:
+        return f"{training[0]} is in training mode (dropout is on; call model.eval())"
+    from torch.nn.modules import module as modules
+
+    everywhere = (modules._global_forward_pre_hooks, modules._global_forward_hooks,
+                  modules._global_backward_pre_hooks, modules._global_backward_hooks)
+    hooked = [("every module", hook) for table in everywhere for hook in table.values()]
+    hooked += [(name or "the model", hook) for name, m in model.named_modules() for hook in _hooks(m)]
+    foreign = [(where, hook) for where, hook in hooked
+               if hook not in _READS_ONLY and not getattr(hook, "__module__", "").startswith("transformers.")]
+    if foreign:
+        where, hook = foreign[0]
+        name = getattr(hook, "__qualname__", type(hook).__name__)
+        return f"a hook ({name}) is registered on {where}" + (f", and {len(foreign) - 1} more" if len(foreign) > 1
+                                                                else "")
+    return None
+
+
 def usable_cache(model: nn.Module, cache_dir: Path | str | None) -> Path | str | None:
-    """`cache_dir`, or None with a warning while an attention edit is open on `model`: numbers computed under an
-    edit depend on the edit (a function, which no key can name), so they are neither read from nor written to the
-    cache of the unedited model."""
-    if cache_dir is not None and is_edited(model):
-        warnings.warn("an attention edit (intervene.edit_attention) is active on this model, so these results are "
-                      "computed afresh and not cached: the cache holds the unedited model's numbers", stacklevel=3)
+    """`cache_dir`, or None with a warning while `model` is in a state no cache key names (`unnamed_state`): its
+    numbers depend on that state (a function, a mode), so they are neither read from nor written to the cache of
+    the plain model."""
+    reason = unnamed_state(model) if cache_dir is not None else None
+    if reason:
+        warnings.warn(f"{reason}, which no cache key names: these results are computed afresh, neither read from "
+                      "nor written to the cache (which holds the plain model's numbers)", stacklevel=3)
         return None
     return cache_dir
 

