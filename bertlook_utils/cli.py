@@ -1,4 +1,5 @@
-"""Fill the cache from the command line: alone, or sharded across processes by an existing launcher.
+"""The kit's command line: fill the cache (alone, or sharded across processes by an existing launcher), fine-tune,
+look after the cache and its packs, and grade submitted notebooks.
 
     python -m bertlook_utils.cli extract --segments 1000                          # one process
     torchrun --standalone --nproc_per_node=2 -m bertlook_utils.cli extract --segments 1000
@@ -210,7 +211,8 @@ def days(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bertlook_utils.cli", description=__doc__.splitlines()[0])
+    summary = __doc__.split("\n\n")[0].replace("\n", " ")
+    parser = argparse.ArgumentParser(prog="python -m bertlook_utils.cli", description=summary)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("extract", help="stream attention through an analysis's reducers into the cache")
     run.add_argument("--model", type=model_name, default=model_name(os.environ.get("BERTLOOK_MODEL")),
