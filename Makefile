@@ -29,7 +29,7 @@ DEVICE ?=
 export BERTLOOK_DEVICE := $(DEVICE)
 
 .PHONY: setup assets browser run test unit slow nbval notebooks slides book report extract bench lab prefill clean present \
-	cache-pack cache-unpack portability
+	cache-pack cache-unpack portability grade
 
 setup: $(STAMP) $(ASSETS)
 
@@ -151,6 +151,15 @@ cache-pack: setup
 
 cache-unpack: setup
 	$(PY) -m bertlook_utils.cli cache unpack $(PACK) $(if $(DIGEST),--digest $(DIGEST))
+
+## grade: the grade of record of the submitted notebooks SUBMITTED (a glob; nbgrader's submitted/<student>/<assignment>/
+## by default): each notebook's solution cells run in a Python process of their own and their answers are judged
+## outside it, not in the student's kernel (lab/exercises/grading.py); every grade is also written to $(GRADES).
+## Run it as a user who cannot write the kit
+SUBMITTED ?= submitted/*/*/*.ipynb
+GRADES ?= build/grades.csv
+grade: $(STAMP)
+	$(PY) -m bertlook_utils.cli grade $(wildcard $(SUBMITTED)) --csv $(GRADES)
 
 ## portability: run notebooks from an empty cache as other laptops would (PyTorch's vector kernels, thread counts;
 ## ALONE=1: each from its own empty cache) and list every checked output that differs (tools/portability.py);

@@ -1,4 +1,5 @@
-"""Fill the cache from the command line: alone, or sharded across processes by an existing launcher.
+"""The kit's command line: fill the cache (alone, or sharded across processes by an existing launcher), fine-tune,
+look after the cache and its packs, and grade submitted notebooks.
 
     python -m bertlook_utils.cli extract --segments 1000                          # one process
     torchrun --standalone --nproc_per_node=2 -m bertlook_utils.cli extract --segments 1000
@@ -17,10 +18,16 @@ memory; with several analyses each counts its own inputs.
     python -m bertlook_utils.cli cache prune --older-than 30 --dry-run            # what pruning would remove
     python -m bertlook_utils.cli cache pack build/bertlook-cache.tar.gz           # one file to hand out
     python -m bertlook_utils.cli cache unpack bertlook-cache.tar.gz --digest SHA  # a student fills the cache
+
+    python -m bertlook_utils.cli grade submitted/*/00/00_tour.ipynb --csv grades.csv   # the grade of record
+
+`grade` runs each submitted notebook's solution cells in a process of their own and judges their answers outside
+it (`lab.exercises.grading`): per notebook, ✓ or ✗ and the checker's message for each exercise, and the points.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import resource
@@ -170,6 +177,31 @@ def finetune(args: argparse.Namespace) -> None:
     print(f"{count} fine-tuned models in the cache ({time.perf_counter() - start:.0f} s)")
 
 
+def grade(args: argparse.Namespace) -> None:
+    from .lab.exercises import POINTS, grading
+
+    rows, refused = [], []
+    for path in args.notebooks:
+        try:
+            grades = grading.grade(path, args.model)
+        except grading.KitChanged as error:
+            raise SystemExit(str(error)) from error
+        except ValueError as error:
+            refused.append(str(error))
+            continue
+        print(path)
+        for g in grades:
+            print(f"  {'✓' if g.passed else '✗'} {g.message}".replace("\n", "\n    "))
+        print(f"  {sum(g.points for g in grades)} of {POINTS * len(grades)} points")
+        rows += [(path, g.exercise, g.points, POINTS, g.message) for g in grades]
+    if args.csv:
+        args.csv.parent.mkdir(parents=True, exist_ok=True)
+        with open(args.csv, "w", newline="", encoding="utf-8") as file:
+            csv.writer(file).writerows([("notebook", "exercise", "points", "max", "message"), *rows])
+    if refused:
+        raise SystemExit("not graded:\n" + "\n".join(refused))
+
+
 def days(text: str) -> float:
     """A number of days, 0 or more (argparse type)."""
     value = float(text)
@@ -179,7 +211,8 @@ def days(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bertlook_utils.cli", description=__doc__.splitlines()[0])
+    summary = __doc__.split("\n\n")[0].replace("\n", " ")
+    parser = argparse.ArgumentParser(prog="python -m bertlook_utils.cli", description=summary)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("extract", help="stream attention through an analysis's reducers into the cache")
     run.add_argument("--model", type=model_name, default=model_name(os.environ.get("BERTLOOK_MODEL")),
@@ -222,6 +255,15 @@ def main(argv: list[str] | None = None) -> None:
     unpacker.set_defaults(handler=cache_unpack)
     for command in (run, info, prune, packer, unpacker):
         command.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    grader = commands.add_parser("grade", help="grade submitted notebooks outside the learners' kernels (the grade "
+                                               "of record)")
+    grader.add_argument("notebooks", type=Path, nargs="+", help="submitted notebooks, named as handed out "
+                                                                "(NN_*.ipynb)")
+    grader.add_argument("--csv", type=Path, help="also write every grade to this file: notebook, exercise, points, "
+                                                 "max, message")
+    grader.add_argument("--model", type=model_name, default=model_name(os.environ.get("BERTLOOK_MODEL")),
+                        help="as for extract: the model the real cases read")
+    grader.set_defaults(handler=grade)
     args = parser.parse_args(argv)
     args.handler(args)
 

@@ -147,6 +147,8 @@ def test_a_pack_that_is_not_the_published_file_is_refused(tmp_path, packed):
     assert not (tmp_path / "student").exists()
     with pytest.raises(ValueError, match="digest must be a sha256 in hex"):
         cache_pack.unpack(pack, tmp_path / "student", "abc")
+    with pytest.raises(ValueError, match="is a file, not a cache folder"):
+        cache_pack.unpack(pack, evil, digest)
     assert cache_pack.unpack(pack, tmp_path / "student", digest.upper()).written == 3
 
 

@@ -6,10 +6,10 @@ For each exercise of a notebook: its text (`markdown`), a solution cell and a ch
 `def name(parameters):` with the exercise's task as its docstring, then the solution's body between
 `### BEGIN SOLUTION` and `### END SOLUTION`: the definition is the module's, rewritten on every run; what stands
 before it (imports) and the marked body are the notebook's, kept. Both cells carry nbgrader's metadata (a solution
-cell, and a locked test cell worth POINTS), so that tools/student_copy.py makes the student copy with nbgrader's own
-preprocessors. The section goes just above the notebook's "## Exercises" heading. A cell already there keeps its
-outputs and the metadata other tools gave it (slide types); a new exercise's body raises NotImplementedError
-until someone writes it.
+cell, and a locked test cell worth `exercises.POINTS`), so that tools/student_copy.py makes the student copy with
+nbgrader's own preprocessors. The section goes just above the notebook's "## Exercises" heading. A cell already there
+keeps its outputs and the metadata other tools gave it (slide types); a new exercise's body raises
+NotImplementedError until someone writes it.
 """
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ INTRO = (f"{SECTION}\n## Implement it yourself\n"
          "(`notebooks/student/`) starts from an empty function.")
 EXERCISES_HEADING = "## Exercises"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"  # nbgrader's markers (ClearSolutions)
-POINTS = 1  # per exercise, for nbgrader
 WIDTH = 88  # the longest line of a notebook's code cell (tests/test_notebook_structure.py)
 OURS = ("exercise", "exercise_check", "exercise_text")  # the metadata keys that mark the section's cells
 
@@ -74,9 +73,9 @@ def check_source(name: str) -> str:
 
 
 def _nbgrader(grade_id: str, solution: bool) -> dict:
-    """nbgrader's cell metadata (schema 3): a solution cell, or a locked test cell worth POINTS."""
+    """nbgrader's cell metadata (schema 3): a solution cell, or a locked test cell worth `exercises.POINTS`."""
     return {"schema_version": 3, "grade_id": grade_id, "solution": solution, "grade": not solution,
-            "locked": not solution, "task": False, **({} if solution else {"points": POINTS})}
+            "locked": not solution, "task": False, **({} if solution else {"points": exercises.POINTS})}
 
 
 def is_ours(cell) -> bool:

@@ -254,6 +254,8 @@ def unpack(archive: Path | str, cache_dir: Path | str, digest: str | None = None
     archive, cache_dir = Path(archive), Path(cache_dir)
     if digest is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", digest):
         raise ValueError(f"digest must be a sha256 in hex (64 characters, as `cache pack` prints it), not {digest!r}")
+    if os.path.lexists(cache_dir) and not cache_dir.is_dir():
+        raise ValueError(f"{cache_dir} is a file, not a cache folder")
     created = not os.path.lexists(cache_dir)
     staging = placed = None
     try:

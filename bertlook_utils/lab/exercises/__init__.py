@@ -9,7 +9,8 @@ real map of `encoder` (the default model when None) whose answer comes from the 
 mistake when a wrong answer is one it knows (log base 2, a mean where a sum is due, an off-by-one neighbour,
 [CLS] / [SEP] counted as words, rows not renormalised, ROOT left out, ...): see `checker`. Each notebook's
 exercises are in their own module, `nb00` .. `nb12`. The notebooks hold the solutions (tools/exercise_cells.py);
-the student copies replace their bodies with nbgrader's stub (tools/student_copy.py).
+the student copies replace their bodies with nbgrader's stub (tools/student_copy.py). A check in the learner's kernel
+is the learner's to change; `grading` grades a submitted notebook outside it (`python -m bertlook_utils.cli grade`).
 
 Conventions, as everywhere in the kit: maps are numpy arrays whose rows sum to 1; word 0 of a word-level map is
 [CLS] and its last word the final [SEP]; dependency heads are 1-based with 0 for ROOT; `intervene` counts
@@ -23,6 +24,7 @@ from . import checker, nb00, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb0
 from .checker import Exercise
 
 _MODULES = (nb00, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12)  # one per notebook, in order
+POINTS = 1  # per exercise: the nbgrader test cells' points (tools/exercise_cells.py) and the grader's (`grading`)
 EXERCISES: tuple[Exercise, ...] = tuple(e for module in _MODULES for e in module.EXERCISES)
 _BY_NAME = {e.name: e for e in EXERCISES}
 

@@ -12,6 +12,13 @@ for a number; another shape). A function that still raises NotImplementedError g
 `check` returns False; under nbgrader's autograder (NBGRADER_EXECUTION set) it raises instead, so an empty
 function scores nothing. One that runs past TIME_LIMIT seconds is stopped (in the main thread, as in a kernel), and
 fails even where a bare `except:` caught the stop.
+
+A verdict comes in two parts: `_answer` runs the function (an error, a time-out or a stub becomes `CheckFailed`) and
+`_judge` compares its answer with the expected one. Both call only the module's private names, so rebinding a public
+one (the review's `checker.same = lambda *a, **k: True`) changes no verdict. That is all it stops: code in the
+learner's kernel can change any verdict computed there (replace `exercises.check`, patch numpy, turn the check cells
+into `pass`). The grade of record comes from `grading`, which runs the learner's functions in a process of their own
+and judges their answers in the grader's.
 """
 from __future__ import annotations
 
@@ -189,12 +196,12 @@ def _mismatch(got, expected) -> str | None:
     return None
 
 
-def same(got, expected, tolerance: float = TOLERANCE) -> bool:
+def _same(got, expected, tolerance: float = TOLERANCE) -> bool:
     """Whether `got` equals `expected`: the same keys or shape, numbers (not text) within `tolerance`."""
     got, expected = _plain(got), _plain(expected)
     if isinstance(expected, dict):
         return isinstance(got, dict) and set(got) == set(expected) and all(
-            same(got[k], expected[k], tolerance) for k in expected)
+            _same(got[k], expected[k], tolerance) for k in expected)
     g, e = _numeric(got), _numeric(expected)
     return g is not None and e is not None and g.shape == e.shape and bool(
         np.all(np.isclose(g, e, rtol=0, atol=tolerance, equal_nan=True)))
@@ -338,23 +345,29 @@ def _time_limit(seconds: float) -> Iterator[None]:
             raise _TimeUp
 
 
-def _verdict(exercise: Exercise, fn: Callable, case: Case) -> None:
-    where = f"{exercise.name}, on {case.label}"
+def _answer(exercise: Exercise, fn: Callable, case: Case):
+    """What `fn` returns on `case`; CheckFailed saying where when it raises or runs past TIME_LIMIT, NotWritten when
+    it raises NotImplementedError."""
     try:
         with _time_limit(TIME_LIMIT):
-            got = case.call(fn)
+            return case.call(fn)
     except _TimeUp:
-        raise CheckFailed(f"{where}: your function ran for more than {TIME_LIMIT:g} s: look for a loop that "
-                          "never ends, or a bare `except:` that catches the stop") from None
+        raise CheckFailed(f"{exercise.name}, on {case.label}: your function ran for more than {TIME_LIMIT:g} s: look "
+                          "for a loop that never ends, or a bare `except:` that catches the stop") from None
     except NotImplementedError:
         raise NotWritten(f"{exercise.name} is not written yet: replace `# YOUR CODE HERE` and `raise "
                          "NotImplementedError()` with your code (the hints are above the cell)") from None
     except Exception as error:  # the learner's code failed: say where, in their code
         dim = ("\n  likely mistake: numpy takes axis= (and keepdims=), not torch's dim= (keepdim=)"
                if isinstance(error, TypeError) and re.search(r"keyword argument '(dim|keepdim)'", str(error)) else "")
-        raise CheckFailed(f"{where}: your function raised {type(error).__name__}: {error}{_where_in(error)}{dim}"
-                          ) from error
-    if same(got, case.expected):
+        raise CheckFailed(f"{exercise.name}, on {case.label}: your function raised {type(error).__name__}: {error}"
+                          f"{_where_in(error)}{dim}") from error
+
+
+def _judge(exercise: Exercise, case: Case, got) -> None:
+    """Nothing when `got` is the answer to `case`; CheckFailed otherwise, with both answers and the likely mistake:
+    a listed `Mistake` that gives the same answer, a generic slip, or how the answer differs in kind."""
+    if _same(got, case.expected):
         return
     kind = _axes(got, case.expected, _promised(exercise)) or _mismatch(got, case.expected)
     named = ([kind] if kind else []) + [m.hint for m in exercise.mistakes if _gives(m, case, got)]
@@ -373,13 +386,14 @@ def _verdict(exercise: Exercise, fn: Callable, case: Case) -> None:
         named.append("the answer holds NaN: a log of 0, or a division by 0?")
     hint = ("\n  likely mistake: " + "\n  likely mistake: ".join(named) if named
             else "\n  hint: " + " ".join(exercise.hints))
-    raise CheckFailed(f"{where}:\n  expected {_show(case.expected)}\n  got      {_show(got)}{hint}")
+    raise CheckFailed(f"{exercise.name}, on {case.label}:\n  expected {_show(case.expected)}\n  got      {_show(got)}"
+                      f"{hint}")
 
 
 def _gives(mistake: Mistake, case: Case, got) -> bool:
     try:
         with np.errstate(all="ignore"):
-            return same(case.call(mistake.fn), got)
+            return _same(case.call(mistake.fn), got)
     except Exception:  # a mistake that cannot run on this input is not the one made
         return False
 
@@ -393,14 +407,14 @@ def check(exercise: Exercise, fn: Callable, encoder=None) -> bool:
     synthetic = exercise.synthetic()
     try:
         for case in synthetic:  # before the real inputs: a wrong function fails without loading the model
-            _verdict(exercise, fn, case)
+            _judge(exercise, case, _answer(exercise, fn, case))
     except NotWritten as note:
         if os.environ.get("NBGRADER_EXECUTION"):
             raise
         print(f"✎ {note}")
         return False
     real = exercise.real(real_inputs(encoder))
-    _verdict(exercise, fn, real)
+    _judge(exercise, real, _answer(exercise, fn, real))
     print(f"✓ {exercise.name}: right on {len(synthetic)} inputs with known answers and on {real.label}")
     return True
 
