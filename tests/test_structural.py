@@ -147,6 +147,17 @@ def test_uuas_counts_edges_over_all_sentences():
     assert both == pytest.approx((2 + 4) / (4 + 4))
 
 
+def test_heads_uuas_scores_a_predicted_tree_by_its_edges_between_words():
+    star, chain, no_punct = (3, 3, 0, 3, 3), structural.linear_heads(5), (False,) * 5
+    assert structural.heads_uuas([star], [star], [no_punct]) == 1
+    assert structural.heads_uuas([chain], [star], [no_punct]) == pytest.approx(2 / 4)  # 2-3 and 3-4
+    assert structural.heads_uuas([(2, 3, 4, 5, 0)], [star], [no_punct]) == pytest.approx(2 / 4)  # chain, other way
+    # w1 , w3 with w3 under w1: the chain runs through "," and finds no edge between words, the MST of |i - j| does
+    assert structural.heads_uuas([structural.linear_heads(3)], [(0, 1, 1)], [(False, True, False)]) == 0
+    with pytest.raises(ValueError, match="sentence 0: 4 predicted heads for 5 words"):
+        structural.heads_uuas([(0, 1, 2, 3)], [star], [(False,) * 4])
+
+
 def test_the_linear_baseline_is_the_left_to_right_chain():
     np.testing.assert_array_equal(structural.linear_heads(4), [0, 1, 2, 3])
     n = 6

@@ -400,6 +400,26 @@ def uuas(pred_dists: Sequence, heads: Sequence, puncts: Sequence) -> float:
     return hits / total
 
 
+def heads_uuas(predicted: Sequence, heads: Sequence, puncts: Sequence) -> float:
+    """UUAS of trees given by their heads (predicted [n] per sentence, e.g. notebook 06's attention probes decoded
+    as maximum spanning trees): the share of the silver edges between non-punctuation words (heads [n], punct [n])
+    that are edges of the predicted tree, over all sentences. Unlike `uuas`, whose spanning tree joins the
+    non-punctuation words only, a predicted tree may run through a punctuation word; such edges count for nothing."""
+    _same_sentences(predicted=predicted, heads=heads, puncts=puncts)
+    hits = total = 0
+    for i, (pred, tree, punct) in enumerate(zip(predicted, heads, puncts)):
+        if len(pred) != len(tree):
+            raise ValueError(f"sentence {i}: {len(pred)} predicted heads for {len(tree)} words")
+        try:
+            found, gold = _gold_edges(pred, punct)[1], _gold_edges(tree, punct)[1]
+        except ValueError as error:
+            raise ValueError(f"sentence {i}: {error}") from None
+        hits, total = hits + int((found & gold).sum() // 2), total + int(gold.sum() // 2)
+    if total == 0:
+        raise ValueError("no silver edge between two non-punctuation words to score")
+    return hits / total
+
+
 def _spearman(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
     """[...]: Spearman's ρ of pred and gold [..., m] along the last axis (ties share their mean rank); 0 where either
     is constant (no order to agree on)."""
