@@ -18,6 +18,15 @@ PAIR_TOKENS = ["[CLS]", "the", "cat", "sat", ".", "[SEP]", "it", "ran", ",", "!"
 
 
 # -- builders ---------------------------------------------------------------------------------------
+def random_tree(rng: np.random.Generator, n: int) -> np.ndarray:
+    """heads [n] of a random tree with one word under ROOT (each word attaches to an earlier-placed word)."""
+    order = rng.permutation(n) + 1
+    heads = np.zeros(n, dtype=np.int64)
+    for k, word in enumerate(order[1:], start=1):
+        heads[word - 1] = order[rng.integers(0, k)]
+    return heads
+
+
 def one_hot_map(targets: Sequence[int]) -> np.ndarray:
     """[n, n] float32 map in which row i puts all its mass on column targets[i]."""
     n = len(targets)

@@ -15,18 +15,10 @@ from hypothesis.extra.numpy import arrays
 from bertlook_utils import compare, paper, probe_baselines, probes, syntax
 from bertlook_utils.models import random_init_encoder
 from bertlook_utils.trees import is_tree, mst_heads, tree_score
+from builders import random_tree
 
 L, H = 2, 3
 PLANTED = (1, 2)  # layer 2, head 3 (0-based) points from each word to its head
-
-
-def random_tree(rng: np.random.Generator, n: int) -> np.ndarray:
-    """heads [n] of a random tree with one word under ROOT (each word attaches to an earlier-placed word)."""
-    order = rng.permutation(n) + 1
-    heads = np.zeros(n, dtype=np.int64)
-    for k, word in enumerate(order[1:], start=1):
-        heads[word - 1] = order[rng.integers(0, k)]
-    return heads
 
 
 def planted_sentence(rng: np.random.Generator, n: int, strength: float = 0.6) -> SimpleNamespace:
