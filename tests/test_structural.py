@@ -374,3 +374,48 @@ def test_run_on_silver_sentences_end_to_end_and_cached(tiny, silver, tmp_path, m
                            cache_dir=tmp_path, progress=False)
     pd.testing.assert_frame_equal(again.scores, results.scores)
     pd.testing.assert_frame_equal(again.edges, results.edges)
+
+
+def test_attention_that_joins_each_word_to_its_head_reads_as_the_tree():
+    n = len(CAT_HEADS)
+    attn = np.full((n + 2, n + 2), 0.01)  # [CLS] first, [SEP] last
+    for word, head in enumerate(CAT_HEADS, start=1):
+        if head:
+            attn[word, head] = 0.5  # from the word to its head only: A + Aᵀ joins them both ways
+    attn[:, -1] = 0.9  # a sink on [SEP] is no word and changes nothing
+    dist = structural.attention_distances(attn)
+    assert dist.shape == (n, n) and np.allclose(dist, dist.T)
+    found, total = structural.edge_hits(dist, CAT_HEADS, CAT_PUNCT)
+    assert (found, total) == (5, 5)
+    maps = np.stack([attn, attn.T, np.full_like(attn, 0.1)])  # [3, m, m]: batched like a layer's heads
+    assert structural.attention_distances(maps).shape == (3, n, n)
+    assert list(structural.edge_hits(structural.attention_distances(maps), CAT_HEADS, CAT_PUNCT)[0][:2]) == [5, 5]
+
+
+def test_probe_trees_are_the_predicted_heads_sentence_by_sentence():
+    table = pd.DataFrame({"sentence": [1, 1, 0, 0, 0], "word": [1, 2, 1, 2, 3], "m (MST)": [0, 1, 2, 0, 2]})
+    trees = structural.probe_trees(table, "m (MST)")
+    assert [t.tolist() for t in trees] == [[2, 0, 2], [0, 1]]
+    with pytest.raises(ValueError, match="column: no 'x'"):
+        structural.probe_trees(table, "x")
+
+
+def test_attention_trees_score_every_head_as_edge_hits_do_and_are_cached(tiny, silver, tmp_path, monkeypatch):
+    selection, heldout = silver
+    table = structural.attention_trees(tiny, selection, heldout, cache_dir=tmp_path, progress=False)
+    assert len(table) == tiny.n_layers * tiny.n_heads
+    assert table[["selection", "heldout", "heldout_low", "heldout_high"]].stack().between(0, 100).all()
+    assert (table["heldout_low"] <= table["heldout"]).all() and (table["heldout"] <= table["heldout_high"]).all()
+    # one head by hand: layer 2, head 1
+    from bertlook_utils.syntax import parsed_attention
+
+    hits = total = 0
+    for sentence, example in zip(heldout, parsed_attention(tiny, heldout, progress=False)):
+        found, edges = structural.edge_hits(structural.attention_distances(example.word_attn[1, 0]), sentence.heads,
+                                            sentence.is_punct)
+        hits, total = hits + int(found), total + edges
+    row = table[(table["layer"] == 2) & (table["head"] == 1)].iloc[0]
+    assert row["heldout"] == pytest.approx(100 * hits / total)
+    monkeypatch.setattr(structural, "_head_hits", lambda *a, **k: pytest.fail("the second call must read the cache"))
+    pd.testing.assert_frame_equal(structural.attention_trees(tiny, selection, heldout, cache_dir=tmp_path,
+                                                             progress=False), table)

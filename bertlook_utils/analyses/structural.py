@@ -420,6 +420,73 @@ def heads_uuas(predicted: Sequence, heads: Sequence, puncts: Sequence) -> float:
     return hits / total
 
 
+def probe_trees(predictions: pd.DataFrame, column: str) -> list[np.ndarray]:
+    """One int array [n] per sentence, in order: the predicted heads in `column` of a word table with a `sentence`
+    column (`probes.ProbeResults.predictions`, e.g. column "attention only (MST)"), for `heads_uuas`."""
+    if column not in predictions:
+        raise ValueError(f"column: no {column!r} in the predictions; they hold {', '.join(map(str, predictions))}")
+    return [group[column].to_numpy(dtype=int) for _, group in predictions.groupby("sentence", sort=True)]
+
+
+# -- attention read as trees -----------------------------------------------------------------------------
+def attention_distances(word_attn) -> np.ndarray:
+    """float64 [..., n, n]: word-level maps word_attn [..., m, m] ([CLS] the first word, the final [SEP] the last) as
+    distances between the n = m - 2 real words, -(A + Aᵀ): the words that attend to each other most are closest.
+    A minimum spanning tree depends only on the order of the distances, so any decreasing function of A + Aᵀ gives
+    the same tree."""
+    attn = np.asarray(word_attn, dtype=np.float64)[..., 1:-1, 1:-1]
+    return -(attn + np.swapaxes(attn, -1, -2))
+
+
+def _head_hits(encoder: Encoder, sentences: Sequence[Sentence], batch_size: int, progress: bool, chunk: int = 256
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(hits [S, L, H]: the silver edges between non-punctuation words that each head's attention tree finds,
+    totals [S]: those edges), sentence by sentence; attention is kept for `chunk` sentences at a time."""
+    from .syntax import parsed_attention
+
+    hits, totals = [], []
+    for start in tqdm(range(0, len(sentences), chunk), desc=f"attention trees of {encoder.name}", unit="chunk",
+                      disable=not progress):
+        part = sentences[start:start + chunk]
+        for sentence, example in zip(part, parsed_attention(encoder, part, batch_size, progress=False)):
+            found, total = edge_hits(attention_distances(example.word_attn), sentence.heads, sentence.is_punct)
+            hits.append(found)
+            totals.append(total)
+    return np.array(hits), np.array(totals)
+
+
+def attention_trees(encoder: Encoder, selection: Sequence[Sentence], heldout: Sequence[Sentence],
+                    batch_size: int = 32, seed: int = 0, cache_dir: Path | str | None = DEFAULT_CACHE_DIR,
+                    progress: bool = True) -> pd.DataFrame:
+    """Every head's attention read as a tree and scored as the structural probe is: the minimum spanning tree of
+    `attention_distances` over each sentence's non-punctuation words, against the silver edges between them. One row
+    per head: layer, head (both 1-based), selection and heldout (UUAS %, on each half), heldout_low, heldout_high
+    (bootstrap interval over held-out sentences, `seed`). Cached (cache_dir) by model, sentences and code version."""
+    if not selection or not heldout:
+        raise ValueError("selection and heldout: both halves need sentences")
+    path = None
+    cache_dir = usable_cache(encoder.model, cache_dir)
+    if cache_dir is not None:
+        path = entry_path(cache_dir, "attention_trees", encoder.fingerprint, sentences_key(selection),
+                          sentences_key(heldout), json.dumps([seed]), version=code_version(__name__))
+        arrays = load_result(path)
+        if arrays is not None:
+            return frame_from(arrays, "heads")
+    (sel_hits, sel_totals), (held_hits, held_totals) = (_head_hits(encoder, half, batch_size, progress)
+                                                        for half in (selection, heldout))
+    n_layers, n_heads = sel_hits.shape[1:]
+    scored = held_totals > 0
+    value, low, high = ratio_interval(held_hits[scored].reshape(int(scored.sum()), -1), held_totals[scored],
+                                      N_BOOT, seed)
+    layer, head = np.meshgrid(np.arange(1, n_layers + 1), np.arange(1, n_heads + 1), indexing="ij")
+    table = pd.DataFrame({"layer": layer.ravel(), "head": head.ravel(),
+                          "selection": 100 * sel_hits.sum(0).ravel() / sel_totals.sum(),
+                          "heldout": 100 * value, "heldout_low": 100 * low, "heldout_high": 100 * high})
+    if path is not None:
+        save_result(path, frame_arrays(table, "heads"))
+    return table
+
+
 def _spearman(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
     """[...]: Spearman's ρ of pred and gold [..., m] along the last axis (ties share their mean rank); 0 where either
     is constant (no order to agree on)."""
