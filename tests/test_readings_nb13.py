@@ -100,3 +100,11 @@ def test_paper_vs_run_marks_the_findings_as_words():
     assert list(table["paper"]) == list(nb13.FINDINGS)
     assert "not checked" in table.columns[1]
     assert "layer 1 of 2 is best: UUAS 60.0 [59.0, 61.0]" in table["this run"].iloc[0]
+
+
+def test_the_layer_table_holds_every_layer_with_its_baselines():
+    table = nb13.layer_table(_results())
+    assert list(table["layer"]) == [0, 1, 2]
+    assert list(table["UUAS"]) == [45.0, 60.0, 55.0] and list(table["root %"]) == [30.0, 50.0, 70.0]
+    assert table["control UUAS"].tolist() == pytest.approx([15.0, 20.0, 55.0 / 3])
+    assert np.isnan(table["random-init UUAS"].iloc[0]) and table["random-init UUAS"].iloc[2] == 40.0

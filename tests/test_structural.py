@@ -368,6 +368,16 @@ def test_run_on_silver_sentences_end_to_end_and_cached(tiny, silver, tmp_path, m
     edges = results.edges
     n_edges = sum(max(len(s) - sum(s.is_punct) - 1, 0) for s in heldout)
     assert len(edges) == (layers + 1) * n_edges and (edges["a"] < edges["b"]).all()
+    for layer in range(layers + 1):  # they are the rank-`rank` probe's trees: they score its UUAS
+        found = total = 0
+        for k, sentence in enumerate(heldout):
+            tree = edges[(edges["layer"] == layer) & (edges["sentence"] == k)]
+            silver = {frozenset((w + 1, int(h))) for w, h in enumerate(sentence.heads)
+                      if h and not sentence.is_punct[w] and not sentence.is_punct[int(h) - 1]}
+            found += len(silver & {frozenset((int(a), int(b))) for a, b in zip(tree["a"], tree["b"])})
+            total += len(silver)
+        row = task.loc[(layer, 2)]
+        assert 100 * found / total == pytest.approx(row)
     assert set(results.curves["epoch"]) == {1, 2} and results.n_test == len(heldout)
     monkeypatch.setattr(structural, "train_probes", lambda *a, **k: pytest.fail("the second call must read the cache"))
     again = structural.run(tiny, selection, heldout, ranks=(1, 2), rank=2, epochs=2, batch_size=4,

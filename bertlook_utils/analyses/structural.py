@@ -631,12 +631,12 @@ def _targets(sentences: Sequence[Sentence], seed: int) -> dict[tuple[str, str], 
 
 
 def _scored(predictions: Iterator[dict[Probe, np.ndarray]], probes: Sequence[Probe], heldout: Sequence[Sentence],
-            seed: int) -> tuple[dict[Probe, dict[str, np.ndarray]], list[tuple[np.ndarray, np.ndarray]]]:
+            seed: int, rank: int) -> tuple[dict[Probe, dict[str, np.ndarray]], list[tuple[np.ndarray, np.ndarray]]]:
     """Per probe, per held-out sentence and layer ([S, L] each): "hits" (UUAS) and "rho" (summed over the words) of a
     distance probe, "root" and "rho" of a depth probe; and per sentence the spanning trees (words [n'], parents
-    [L, n']) of the first silver distance probe. A sentence's probes of one kind are scored in one call."""
+    [L, n']) of the silver distance probe of rank `rank`. A sentence's probes of one kind are scored in one call."""
     distance, depth = ([p for p in probes if p.kind == kind] for kind in KINDS)
-    main = next(i for i, p in enumerate(distance) if p.task == "silver")
+    main = next(i for i, p in enumerate(distance) if p.task == "silver" and p.rank == rank)
     out: dict[Probe, dict[str, list]] = {p: {} for p in probes}
     trees = []
     for sentence, predicted in zip(heldout, predictions):
@@ -712,7 +712,7 @@ def _measure(encoder: Encoder, selection: Sequence[Sentence], heldout: Sequence[
         del vectors
         vectors = layer_vectors(source, heldout, progress=progress)[first:]
         layers = np.arange(first, first + len(vectors))
-        values, trees = _scored(predict(B, vectors, lengths, probes), probes, heldout, seed)
+        values, trees = _scored(predict(B, vectors, lengths, probes), probes, heldout, seed, rank)
         del vectors
         for g, probe in enumerate(probes):
             metrics = _metric_rows(values[probe], totals[probe.task], lengths, seed)

@@ -80,6 +80,18 @@ def layers(results: StructuralResults) -> LayersReading:
         selectivity=float(silver.at[best, "uuas"] - control.at[best, "uuas"]))
 
 
+def layer_table(results: StructuralResults) -> pd.DataFrame:
+    """The rank-`results.rank` probes per layer, as the notebook shows them: the distance probe's UUAS with its
+    interval and DSpr, the depth probe's root accuracy and NSpr, the control task's UUAS and the random-init model's
+    (NaN at layer 0: its embeddings are the pretrained ones)."""
+    silver = _rows(results)
+    table = pd.DataFrame({"UUAS": silver["uuas"], "low": silver["uuas_low"], "high": silver["uuas_high"],
+                          "DSpr": silver["dspr"], "root %": silver["root_acc"], "NSpr": silver["nspr"],
+                          "control UUAS": _rows(results, task="control")["uuas"],
+                          "random-init UUAS": _rows(results, model="random-init")["uuas"]})
+    return table.rename_axis("layer").reset_index()
+
+
 # -- the rank sweep ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RanksReading:
