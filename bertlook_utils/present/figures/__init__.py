@@ -9,6 +9,7 @@ One module per paper, each listing its figures by notebook; every figure is also
     recent    notebook 11: from no-op to attention sinks (Gu, Sun, Kovaleva 2021, Xiao, Darcet, Bondarenko)
     causal    notebook 12: head patching (Chen et al.) and the context-mixing scoreboard (Kobayashi, Ferrando,
               Mohebbi)
+    vectors   notebook 13: structural probes (Hewitt & Manning) and control tasks (Hewitt & Liang)
 """
 from .causal import (  # noqa: F401
     deletion_curves, mixing_agreement, mixing_maps, patching_controls, patching_scan)
@@ -26,3 +27,4 @@ from .later import (  # noqa: F401
 from .recent import (  # noqa: F401
     key_bias, massive_activations, no_op, position_or_content, registers, sink_interventions, sink_profile,
     toy_variants)
+from .vectors import rank_sweep, structural_layers, structural_tree  # noqa: F401
