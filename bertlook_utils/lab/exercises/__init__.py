@@ -8,7 +8,7 @@
 real map of `encoder` (the default model when None) whose answer comes from the kit's own code, and names the
 mistake when a wrong answer is one it knows (log base 2, a mean where a sum is due, an off-by-one neighbour,
 [CLS] / [SEP] counted as words, rows not renormalised, ROOT left out, ...): see `checker`. Each notebook's
-exercises are in their own module, `nb00` .. `nb12`. The notebooks hold the solutions (tools/exercise_cells.py);
+exercises are in their own module, `nb00` .. `nb13`. The notebooks hold the solutions (tools/exercise_cells.py);
 the student copies replace their bodies with nbgrader's stub (tools/student_copy.py). A check in the learner's kernel
 is the learner's to change; `grading` grades a submitted notebook outside it (`python -m bertlook_utils.cli grade`).
 
@@ -20,17 +20,18 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import checker, nb00, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12
+from . import checker, nb00, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12, nb13
 from .checker import Exercise
 
-_MODULES = (nb00, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12)  # one per notebook, in order
+_MODULES = (nb00, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12,
+            nb13)  # one per notebook, in order
 POINTS = 1  # per exercise: the nbgrader test cells' points (tools/exercise_cells.py) and the grader's (`grading`)
 EXERCISES: tuple[Exercise, ...] = tuple(e for module in _MODULES for e in module.EXERCISES)
 _BY_NAME = {e.name: e for e in EXERCISES}
 
 
 def names(notebook: str | None = None) -> list[str]:
-    """The exercises' names in notebook order (only those of `notebook`, "00" .. "10", when given)."""
+    """The exercises' names in notebook order (only those of `notebook`, "00" .. "13", when given)."""
     return [e.name for e in EXERCISES if notebook is None or e.notebook == notebook]
 
 
