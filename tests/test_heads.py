@@ -45,6 +45,10 @@ NOT_ONE_INDEXED = {
     "lab.readings.nb09.Effect.__init__",
     # a hidden-state index, 0 = the embeddings' output, l = layer l's output (as output_hidden_states counts)
     "analyses.sinks.massive.set_hidden", "analyses.sinks.massive.massive_intervention",
+    # the same for the structural probes' layers (0 = the embeddings), checked against the results they read
+    "lab.readings.nb13.ranks", "lab.readings.nb13.sentence_tree", "present.figures.vectors.rank_sweep",
+    "present.figures.vectors.structural_tree", "lab.readings.nb13.RanksReading.__init__",
+    "lab.readings.nb13.SentenceReading.__init__",
     # `head` is not an attention head: a classifier module, a word's syntactic head
     "analyses.disabling.scan_logits", "analyses.finetune.FineTuned.__init__", "data.corefdata.Mention.__init__",
     "data.parsecheck.Arc.__init__",

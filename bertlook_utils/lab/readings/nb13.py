@@ -236,8 +236,8 @@ def paper_vs_run(layers_: LayersReading, ranks_: RanksReading) -> pd.DataFrame:
                                  f"embeddings {layers_.embeddings:.1f}, the random-init model at most "
                                  f"{layers_.random_best:.1f}, the chain {layers_.linear:.1f}; rank {ranks_.near} is "
                                  f"within {ranks_.within:g} points of rank {ranks_.highest}",
-        "Hewitt & Liang 2019": f"at layer {ranks_.layer}, the control task reaches {ranks_.control_highest:.1f} UUAS at "
-                               f"rank {ranks_.highest} and {ranks_.control_lowest:.1f} at rank {ranks_.lowest}; "
+        "Hewitt & Liang 2019": f"at layer {ranks_.layer}, the control task reaches {ranks_.control_highest:.1f} UUAS "
+                               f"at rank {ranks_.highest} and {ranks_.control_lowest:.1f} at rank {ranks_.lowest}; "
                                f"selectivity is highest at rank {ranks_.most_selective} ({ranks_.selectivity:.1f} "
                                f"points), {ranks_.selectivity_highest:.1f} at rank {ranks_.highest}",
     }
