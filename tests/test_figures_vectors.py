@@ -17,6 +17,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from bertlook_utils import figures, parses, structural, viz  # noqa: E402
 from bertlook_utils.present import alttext  # noqa: E402
 from bertlook_utils.present.figures import vectors  # noqa: E402
+from test_figures import readable_figures  # noqa: E402, F401 (autouse: every figure here is readable in the column)
 
 RANKS, RANK, LAYERS = (1, 2, 4), 4, (0, 1, 2)
 # "The cat sat on the mat ." : silver edges cat-The, sat-cat, sat-on, on-mat, mat-the; "." hangs from "sat"
@@ -63,16 +64,6 @@ def fake_results() -> structural.StructuralResults:
         linear=pd.DataFrame(linear), edges=pd.DataFrame(edges, columns=["layer", "sentence", "a", "b"]),
         curves=pd.DataFrame(columns=["model", "layer", "kind", "task", "rank", "epoch", "loss"]),
         rank=RANK, n_train=4, n_test=2)
-
-
-@pytest.fixture(autouse=True)
-def readable_figures():
-    """Every figure drawn here, in the kit's style, is readable in the book's column (`viz.unreadable`)."""
-    viz.use_style()
-    yield
-    problems = {num: viz.unreadable(plt.figure(num)) for num in plt.get_fignums()}
-    plt.close("all")
-    assert not any(problems.values()), problems
 
 
 CASES = {

@@ -1,6 +1,8 @@
 """Lists of layers in words (readings.words), shared by the notebooks' readings."""
 from __future__ import annotations
 
+import pytest
+
 from bertlook_utils.lab.readings import nb01, nb02, nb03, words
 
 
@@ -15,3 +17,12 @@ def test_layers_in_words_distinguish_none_one_and_several():
 def test_the_notebooks_write_lists_with_the_one_helper():
     assert nb01.listed is nb02.listed is nb03.listed is words.listed
     assert nb02.layer_words is words.layer_words
+
+
+def test_the_findings_table_marks_the_papers_findings_as_words_beside_this_run():
+    findings = {"A 2019": "heads do x", "B 2020": "heads do y"}
+    table = words.findings_table(findings, {"B 2020": "y here", "A 2019": "x here"})
+    assert list(table.columns) == ["paper", "their finding" + words.IN_WORDS, "this run"]
+    assert table.values.tolist() == [["A 2019", "heads do x", "x here"], ["B 2020", "heads do y", "y here"]]
+    with pytest.raises(ValueError, match="run must say something of every paper"):
+        words.findings_table({"A 2019": "x"}, {"B 2020": "y"})

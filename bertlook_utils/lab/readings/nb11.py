@@ -18,6 +18,7 @@ from ...analyses.sinks.heads import SinkHeads
 from ...analyses.sinks.toy import ALPHA
 from ...analyses.sinks.massive import ABSOLUTE, RELATIVE, Intervention, LayerNormOutliers, MassiveActivations
 from ...core.conventions import head_label
+from .words import findings_table
 
 LEARNED = 0.9  # a toy run "learned the task" when its query accuracy is at least this
 
@@ -599,7 +600,6 @@ FINDINGS = {  # the later papers' findings in words (none of their numbers was c
                               "nothing without them, and shrink the outliers (max and kurtosis of the feed-forward "
                               "output)",
 }
-IN_WORDS = " (in words: not checked against the paper's tables)"
 
 
 def _toy_words(reading: ToyReading) -> list[str]:
@@ -656,5 +656,4 @@ def paper_vs_run(profile_reading: ProfileReading, bias: KeyBiasReading, big: Sit
         "Bondarenko et al. 2023": "toy (in words: its numbers depend on the CPU it trained on): "
                                   + "; ".join(_toy_words(toy_reading)),
     }
-    return pd.DataFrame({"paper": list(FINDINGS), "their finding" + IN_WORDS: list(FINDINGS.values()),
-                         "this run": [run[p] for p in FINDINGS]})
+    return findings_table(FINDINGS, run)

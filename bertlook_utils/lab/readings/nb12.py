@@ -18,6 +18,7 @@ from ...analyses.termheads import MIN_GAP, component_label
 from ...core.conventions import check_index
 from ...core.intervals import mean_interval
 from ...core.ranks import within_group_spearman
+from .words import findings_table
 
 
 def _listed(values: Sequence[str]) -> str:
@@ -293,7 +294,6 @@ FINDINGS = {  # the papers' findings in words (none of their numbers was checked
     "Mohebbi et al. 2023": "Value Zeroing maps the context mixing of the whole layer; they report its rollout as more "
                            "faithful than attention, norm-based maps and ALTI",
 }
-IN_WORDS = " (in words: not checked against the paper's tables)"
 
 
 def _verdict(paired: tuple[float, float, float]) -> str:
@@ -330,5 +330,4 @@ def paper_vs_run(scanned: ScanReading, checked: ControlsReading, board: Scoreboa
                                f"the weighted-value norms agree most with Value Zeroing "
                                f"({board.agreement['norm'][0]:.2f}-{board.agreement['norm'][1]:.2f})",
     }
-    return pd.DataFrame({"paper": list(FINDINGS), "their finding" + IN_WORDS: list(FINDINGS.values()),
-                         "this run": [run[p] for p in FINDINGS]})
+    return findings_table(FINDINGS, run)

@@ -14,8 +14,8 @@ import pandas as pd
 
 from ...analyses.probes import Model, ProbeResults
 from ...analyses.structural import StructuralResults, heads_uuas, probe_trees
+from .words import findings_table
 
-IN_WORDS = " (in words: not checked against its table)"
 # The papers' findings, in words (their tables' numbers were not available to check offline)
 FINDINGS = {
     "Hewitt & Manning 2019": "a linear map of BERT's and ELMo's word vectors holds whole parse trees: its distances "
@@ -241,5 +241,4 @@ def paper_vs_run(layers_: LayersReading, ranks_: RanksReading) -> pd.DataFrame:
                                f"selectivity is highest at rank {ranks_.most_selective} ({ranks_.selectivity:.1f} "
                                f"points), {ranks_.selectivity_highest:.1f} at rank {ranks_.highest}",
     }
-    return pd.DataFrame({"paper": list(FINDINGS), "their finding" + IN_WORDS: list(FINDINGS.values()),
-                         "this run": [run[p] for p in FINDINGS]})
+    return findings_table(FINDINGS, run)
