@@ -113,7 +113,7 @@ class RanksReading:
     selectivity_highest_high: float  # ... the top of its interval
 
 
-def ranks(results: StructuralResults, layer: int, within: float = 2.0) -> RanksReading:
+def ranks(results: StructuralResults, layer: int, within: float = 3.0) -> RanksReading:
     """layer: the layer of the sweep (0 = the embeddings); within: points below the highest rank's UUAS that count
     as near it."""
     sweep = results.selectivity[results.selectivity["layer"] == layer].set_index("rank").sort_index()
